@@ -1,0 +1,183 @@
+import Foundation
+
+/// One position fix: where the receiver was, how sure it is, and when.
+///
+/// Every value the receiver did not report is `nil`, never `0` and never NaN: the initializer turns
+/// non-finite numbers into `nil`, so a `Location` can be trusted as it is.
+///
+/// In JSON the property names are used as keys, absent values are omitted, and ``timestamp`` is
+/// written as an RFC 3339 UTC string (`2024-05-01T06:00:00.25Z`).
+public struct Location: Sendable, Hashable {
+    /// Latitude in degrees (WGS84), positive north.
+    public var latitude: Double
+    /// Longitude in degrees (WGS84), positive east.
+    public var longitude: Double
+    /// Altitude above mean sea level, in metres.
+    public var altitude: Double?
+    /// Height above the WGS84 ellipsoid, in metres.
+    public var ellipsoidalAltitude: Double?
+    /// Radius of horizontal uncertainty, in metres.
+    public var horizontalAccuracy: Double?
+    /// Vertical uncertainty, in metres.
+    public var verticalAccuracy: Double?
+    /// Speed over ground, in metres per second.
+    public var speed: Double?
+    /// Uncertainty of ``speed``, in metres per second.
+    public var speedAccuracy: Double?
+    /// Course over ground, in degrees clockwise from true north.
+    public var course: Double?
+    /// Uncertainty of ``course``, in degrees.
+    public var courseAccuracy: Double?
+    /// Vertical speed, in metres per second, positive up.
+    public var climb: Double?
+    /// The time of the fix as the receiver reported it (not the time it arrived).
+    public var timestamp: Date
+    /// Whether the fix is two- or three-dimensional.
+    public var fixMode: FixMode?
+    /// Number of satellites used in the solution.
+    public var satellitesUsed: Int?
+    /// Where the fix came from: a gpsd device path, a replayed file name, or a test script.
+    public var source: String?
+    /// Whether the fix was produced by a simulation or replay rather than a live receiver.
+    public var isSimulated: Bool
+
+    /// Creates a location; non-finite optional values become `nil`.
+    public init(
+        latitude: Double,
+        longitude: Double,
+        altitude: Double? = nil,
+        ellipsoidalAltitude: Double? = nil,
+        horizontalAccuracy: Double? = nil,
+        verticalAccuracy: Double? = nil,
+        speed: Double? = nil,
+        speedAccuracy: Double? = nil,
+        course: Double? = nil,
+        courseAccuracy: Double? = nil,
+        climb: Double? = nil,
+        timestamp: Date,
+        fixMode: FixMode? = nil,
+        satellitesUsed: Int? = nil,
+        source: String? = nil,
+        isSimulated: Bool = false
+    ) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude.finite
+        self.ellipsoidalAltitude = ellipsoidalAltitude.finite
+        self.horizontalAccuracy = horizontalAccuracy.finite
+        self.verticalAccuracy = verticalAccuracy.finite
+        self.speed = speed.finite
+        self.speedAccuracy = speedAccuracy.finite
+        self.course = course.finite
+        self.courseAccuracy = courseAccuracy.finite
+        self.climb = climb.finite
+        self.timestamp = timestamp
+        self.fixMode = fixMode
+        self.satellitesUsed = satellitesUsed
+        self.source = source
+        self.isSimulated = isSimulated
+    }
+
+    /// Whether latitude and longitude are finite and inside [-90, 90] × [-180, 180].
+    public var hasValidCoordinate: Bool {
+        latitude.isFinite && longitude.isFinite && abs(latitude) <= 90 && abs(longitude) <= 180
+    }
+
+    /// Great-circle distance to another location in metres (haversine on a sphere of mean Earth radius).
+    public func distance(from other: Location) -> Double {
+        let earthRadius = 6_371_008.8
+        let lat1 = latitude * .pi / 180, lat2 = other.latitude * .pi / 180
+        let dLat = lat2 - lat1
+        let dLon = (other.longitude - longitude) * .pi / 180
+        let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
+        return 2 * earthRadius * asin(min(1, a.squareRoot()))
+    }
+
+    /// Whether two fixes are the same observation: same fix time and same coordinate.
+    public func isDuplicate(of other: Location) -> Bool {
+        timestamp == other.timestamp && latitude == other.latitude && longitude == other.longitude
+    }
+}
+
+/// The dimension of a position fix.
+public enum FixMode: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Latitude and longitude only.
+    case twoDimensional = "2D"
+    /// Latitude, longitude and altitude.
+    case threeDimensional = "3D"
+}
+
+extension Optional where Wrapped == Double {
+    /// The value if it is finite, else `nil`.
+    @inlinable var finite: Double? {
+        switch self {
+        case .some(let value) where value.isFinite: value
+        default: nil
+        }
+    }
+}
+
+extension Location: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy
+        case speed, speedAccuracy, course, courseAccuracy, climb, timestamp, fixMode, satellitesUsed
+        case source, isSimulated
+    }
+
+    /// Decodes a location; `timestamp` must be an RFC 3339 string.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let text = try container.decode(String.self, forKey: .timestamp)
+        guard let parsed = RFC3339.parse(text) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .timestamp, in: container,
+                debugDescription: "timestamp '\(text)' is not an RFC 3339 date-time")
+        }
+        let latitude = try container.decode(Double.self, forKey: .latitude)
+        let longitude = try container.decode(Double.self, forKey: .longitude)
+        self.init(
+            latitude: latitude,
+            longitude: longitude,
+            altitude: try container.decodeIfPresent(Double.self, forKey: .altitude),
+            ellipsoidalAltitude: try container.decodeIfPresent(Double.self, forKey: .ellipsoidalAltitude),
+            horizontalAccuracy: try container.decodeIfPresent(Double.self, forKey: .horizontalAccuracy),
+            verticalAccuracy: try container.decodeIfPresent(Double.self, forKey: .verticalAccuracy),
+            speed: try container.decodeIfPresent(Double.self, forKey: .speed),
+            speedAccuracy: try container.decodeIfPresent(Double.self, forKey: .speedAccuracy),
+            course: try container.decodeIfPresent(Double.self, forKey: .course),
+            courseAccuracy: try container.decodeIfPresent(Double.self, forKey: .courseAccuracy),
+            climb: try container.decodeIfPresent(Double.self, forKey: .climb),
+            timestamp: parsed.date,
+            fixMode: try container.decodeIfPresent(FixMode.self, forKey: .fixMode),
+            satellitesUsed: try container.decodeIfPresent(Int.self, forKey: .satellitesUsed),
+            source: try container.decodeIfPresent(String.self, forKey: .source),
+            isSimulated: try container.decodeIfPresent(Bool.self, forKey: .isSimulated) ?? false
+        )
+        guard hasValidCoordinate else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .latitude, in: container,
+                debugDescription: "coordinate (\(latitude), \(longitude)) is outside [-90, 90] × [-180, 180]")
+        }
+    }
+
+    /// Encodes the location, omitting absent values and writing `timestamp` as RFC 3339 UTC.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(latitude, forKey: .latitude)
+        try container.encode(longitude, forKey: .longitude)
+        try container.encodeIfPresent(altitude, forKey: .altitude)
+        try container.encodeIfPresent(ellipsoidalAltitude, forKey: .ellipsoidalAltitude)
+        try container.encodeIfPresent(horizontalAccuracy, forKey: .horizontalAccuracy)
+        try container.encodeIfPresent(verticalAccuracy, forKey: .verticalAccuracy)
+        try container.encodeIfPresent(speed, forKey: .speed)
+        try container.encodeIfPresent(speedAccuracy, forKey: .speedAccuracy)
+        try container.encodeIfPresent(course, forKey: .course)
+        try container.encodeIfPresent(courseAccuracy, forKey: .courseAccuracy)
+        try container.encodeIfPresent(climb, forKey: .climb)
+        try container.encode(RFC3339.string(from: timestamp), forKey: .timestamp)
+        try container.encodeIfPresent(fixMode, forKey: .fixMode)
+        try container.encodeIfPresent(satellitesUsed, forKey: .satellitesUsed)
+        try container.encodeIfPresent(source, forKey: .source)
+        try container.encode(isSimulated, forKey: .isSimulated)
+    }
+}

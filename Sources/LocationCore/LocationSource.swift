@@ -1,0 +1,80 @@
+/// Something that produces position fixes: live gpsd, a replayed GPX file, or a test script.
+///
+/// The manager never knows which source it has. It starts a source by calling ``run(_:)`` in a task of
+/// its own and stops it by cancelling that task. While running, the source reads the acquisition mode
+/// from the context (``LocationSourceContext/mode``, and ``LocationSourceContext/nextMode(after:)`` to
+/// wait for a change) and reports everything through the context:
+///
+/// - In ``AcquisitionMode/continuous`` mode it delivers one location per receiver epoch.
+/// - In ``AcquisitionMode/dutyCycled(_:)`` mode it acquires one fix (the first that meets
+///   ``DutyCycle/desiredAccuracy``, else the best seen within ``DutyCycle/acquisitionTimeout``), delivers
+///   it, and then rests until ``DutyCycle/interval`` has passed since the acquisition began, doing as
+///   little work as it can in between.
+///
+/// Sources that can simply be opened and closed on demand adopt ``ListeningLocationSource`` and get
+/// both modes implemented for them.
+public protocol LocationSource: Sendable {
+    /// A short human-readable name, such as `gpsd localhost:2947` or `replay track.gpx`.
+    var name: String { get }
+
+    /// Runs until the task is cancelled or the source has nothing more to deliver.
+    ///
+    /// Returning normally means the source ran out (a replay reached its end); throwing means it failed
+    /// for good. Transient failures that the source recovers from by itself are reported as
+    /// ``LocationSourceEvent/error(_:)`` events instead.
+    func run(_ context: LocationSourceContext) async throws
+}
+
+/// What a source reports to the manager.
+public enum LocationSourceEvent: Sendable, Hashable {
+    /// One fix: one receiver epoch, or the result of one duty-cycled acquisition.
+    case location(Location)
+    /// The source's connection or fix state changed.
+    case status(LocationSourceStatus)
+    /// Something went wrong that the delegate should hear about (an outage, a lost fix, no fix in time).
+    case error(LocationError)
+}
+
+/// The state of a source's connection and fix, for status displays and delegates.
+public enum LocationSourceStatus: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Not started, or stopped.
+    case idle
+    /// Opening the connection or file.
+    case connecting
+    /// Connected and reading, but the receiver has no fix.
+    case noFix = "no-fix"
+    /// Connected and delivering fixes.
+    case hasFix = "has-fix"
+    /// Resting between duty-cycled acquisitions.
+    case resting
+    /// Cannot be reached; the source keeps retrying if it can.
+    case unavailable
+    /// Ran out of data (a replay reached its end).
+    case ended
+}
+
+/// How the manager wants a source to run.
+public enum AcquisitionMode: Sendable, Hashable {
+    /// Every epoch, as it arrives (the high-accuracy policy).
+    case continuous
+    /// One fix per interval, then rest (the reduced-accuracy policy).
+    case dutyCycled(DutyCycle)
+}
+
+/// The parameters of duty-cycled acquisition.
+public struct DutyCycle: Sendable, Hashable {
+    /// Time from the start of one acquisition to the start of the next.
+    public var interval: Duration
+    /// An acquisition ends at the first fix whose horizontal accuracy is at most this many metres;
+    /// `nil` takes the first fix.
+    public var desiredAccuracy: Double?
+    /// The longest an acquisition listens; at the end the best fix seen is delivered.
+    public var acquisitionTimeout: Duration
+
+    /// Creates duty-cycle parameters.
+    public init(interval: Duration, desiredAccuracy: Double?, acquisitionTimeout: Duration) {
+        self.interval = interval
+        self.desiredAccuracy = desiredAccuracy
+        self.acquisitionTimeout = acquisitionTimeout
+    }
+}

@@ -1,0 +1,85 @@
+import Synchronization
+
+/// The channel between a running ``LocationSource`` and whoever runs it (normally a ``LocationManager``).
+///
+/// The runner sets the acquisition mode; the source reads it and reports events. Reporting is
+/// synchronous: ``report(_:)`` hands the event to the runner before it returns, so a source never needs
+/// a buffer of its own.
+public final class LocationSourceContext: Sendable {
+    /// The injected time base; sources schedule everything on it.
+    public let timeline: Timeline
+    /// The clock the timeline reads, for sources that need to hand it on.
+    public let clock: any Clock<Duration>
+
+    private struct State {
+        var mode: AcquisitionMode
+        var waiters: [Int: CheckedContinuation<AcquisitionMode, Never>] = [:]
+        var nextWaiterID = 0
+    }
+
+    private let state: Mutex<State>
+    private let sink: @Sendable (LocationSourceEvent) -> Void
+
+    /// Creates a context with an initial mode and a sink that receives every reported event.
+    public init(
+        clock: any Clock<Duration>,
+        mode: AcquisitionMode,
+        sink: @escaping @Sendable (LocationSourceEvent) -> Void
+    ) {
+        self.clock = clock
+        self.timeline = Timeline(clock: clock)
+        self.state = Mutex(State(mode: mode))
+        self.sink = sink
+    }
+
+    /// The mode the source should run in now.
+    public var mode: AcquisitionMode {
+        state.withLock { $0.mode }
+    }
+
+    /// Changes the mode and wakes every source task waiting in ``nextMode(after:)``.
+    public func setMode(_ mode: AcquisitionMode) {
+        let waiters = state.withLock { state -> [CheckedContinuation<AcquisitionMode, Never>] in
+            guard state.mode != mode else { return [] }
+            state.mode = mode
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: mode) }
+    }
+
+    /// Waits until the mode differs from `mode` and returns the new one.
+    ///
+    /// Returns the current mode at once if it already differs; returns `mode` unchanged if the
+    /// calling task is cancelled while waiting.
+    public func nextMode(after mode: AcquisitionMode) async -> AcquisitionMode {
+        let id = state.withLock { state -> Int in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow: AcquisitionMode? = state.withLock { state in
+                    if state.mode != mode { return state.mode }
+                    if Task.isCancelled { return mode }
+                    state.waiters[id] = continuation
+                    return nil
+                }
+                if let resumeNow { continuation.resume(returning: resumeNow) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.resume(returning: mode)
+        }
+    }
+
+    /// Reports an event to the runner.
+    public func report(_ event: LocationSourceEvent) {
+        sink(event)
+    }
+
+    /// Reports one fix.
+    public func deliver(_ location: Location) {
+        sink(.location(location))
+    }
+}

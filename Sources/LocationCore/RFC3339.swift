@@ -1,0 +1,228 @@
+import Foundation
+
+/// A fast, allocation-free RFC 3339 / ISO 8601 date-time parser and formatter.
+///
+/// Parsing accepts what real GPS files and streams contain: `2024-05-01T06:00:00Z`, fractions of
+/// 1–9 digits (`…26.000Z`, `…53.7176739Z`), numeric offsets (`+01:00`, `+0100`, `-05`), a space or a
+/// lowercase `t` instead of `T`, and zone-less times, which are read as UTC and reported through
+/// ``Parsed/hasZone``. A leap second (`:60`) is accepted and counts as the first second of the next
+/// minute. Formatting always writes UTC with `Z` and the fewest fractional digits (0–9) that parse
+/// back to exactly the same `Date`.
+public enum RFC3339 {
+    /// The result of parsing a date-time.
+    public struct Parsed: Sendable, Hashable {
+        /// The instant, in UTC.
+        public var date: Date
+        /// `false` when the text carried no zone designator and was read as UTC.
+        public var hasZone: Bool
+    }
+
+    /// Parses a date-time string; returns `nil` when it is not a valid date-time.
+    public static func parse(_ text: String) -> Parsed? {
+        var text = text
+        return text.withUTF8 { parse($0) }
+    }
+
+    /// Parses a date-time from UTF-8 bytes (surrounding ASCII whitespace is ignored).
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Parsed? {
+        var start = 0, end = bytes.count
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        var i = start
+
+        func digits(_ count: Int) -> Int? {
+            guard end - i >= count else { return nil }
+            var value = 0
+            for _ in 0..<count {
+                let d = Int(bytes[i]) &- 48
+                guard d >= 0, d <= 9 else { return nil }
+                value = value * 10 + d
+                i += 1
+            }
+            return value
+        }
+        func expect(_ byte: UInt8) -> Bool {
+            guard i < end, bytes[i] == byte else { return false }
+            i += 1
+            return true
+        }
+
+        guard let year = digits(4), expect(0x2D), let month = digits(2), expect(0x2D), let day = digits(2)
+        else { return nil }
+        guard i < end, bytes[i] == 0x54 || bytes[i] == 0x74 || bytes[i] == 0x20 else { return nil }
+        i += 1
+        guard let hour = digits(2), expect(0x3A), let minute = digits(2), expect(0x3A), let second = digits(2)
+        else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            hour <= 23, minute <= 59, second <= 60
+        else { return nil }
+
+        var fraction = 0
+        var fractionDigits = 0
+        if i < end, bytes[i] == 0x2E || bytes[i] == 0x2C {
+            i += 1
+            while i < end, let d = digitValue(bytes[i]) {
+                // Digits beyond nanoseconds cannot change a Date; they are read and ignored.
+                if fractionDigits < 9 {
+                    fraction = fraction * 10 + d
+                    fractionDigits += 1
+                }
+                i += 1
+            }
+            guard fractionDigits > 0 else { return nil }
+        }
+
+        var offsetSeconds = 0
+        var hasZone = false
+        if i < end {
+            switch bytes[i] {
+            case 0x5A, 0x7A:  // Z z
+                i += 1
+                hasZone = true
+            case 0x2B, 0x2D:  // + -
+                let sign = bytes[i] == 0x2D ? -1 : 1
+                i += 1
+                guard let offsetHours = digits(2), offsetHours <= 23 else { return nil }
+                var offsetMinutes = 0
+                if i < end {
+                    _ = expect(0x3A)
+                    guard let minutes = digits(2), minutes <= 59 else { return nil }
+                    offsetMinutes = minutes
+                }
+                offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60)
+                hasZone = true
+            default:
+                return nil
+            }
+        }
+        guard i == end else { return nil }
+
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let wholeSeconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        let date = makeDate(wholeSecondsSince1970: wholeSeconds, fraction: fraction, digits: fractionDigits)
+        return Parsed(date: date, hasZone: hasZone)
+    }
+
+    /// Formats a date as RFC 3339 UTC with `Z`, using the fewest fractional digits that round-trip.
+    public static func string(from date: Date) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        append(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the RFC 3339 UTC form of a date to a byte buffer (for writers on a hot path).
+    public static func append(_ date: Date, to bytes: inout [UInt8]) {
+        let sinceReference = date.timeIntervalSinceReferenceDate
+        guard sinceReference.isFinite else {
+            bytes.append(contentsOf: Array("1970-01-01T00:00:00Z".utf8))
+            return
+        }
+        let wholeSinceReference = sinceReference.rounded(.down)
+        let remainder = sinceReference - wholeSinceReference
+        var whole = Int(wholeSinceReference) + referenceOffset
+        var fraction = 0
+        var fractionDigits = 0
+        // Pick the shortest fraction that the parser turns back into exactly this Date.
+        var found = false
+        for digitsCount in 0...9 {
+            let scaled = (remainder * powersOfTen[digitsCount]).rounded()
+            var candidateWhole = whole
+            var candidate = Int(scaled)
+            if candidate >= Int(powersOfTen[digitsCount]) {
+                candidateWhole += 1
+                candidate = 0
+            }
+            if makeDate(wholeSecondsSince1970: candidateWhole, fraction: candidate, digits: digitsCount) == date {
+                whole = candidateWhole
+                fraction = candidate
+                fractionDigits = digitsCount
+                found = true
+                break
+            }
+        }
+        if !found {
+            fractionDigits = 9
+            fraction = min(999_999_999, Int((remainder * 1e9).rounded()))
+        }
+
+        let days = Int((Double(whole) / 86_400).rounded(.down))
+        let secondsOfDay = whole - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        appendDigits(year, count: 4, to: &bytes)
+        bytes.append(0x2D)
+        appendDigits(month, count: 2, to: &bytes)
+        bytes.append(0x2D)
+        appendDigits(day, count: 2, to: &bytes)
+        bytes.append(0x54)
+        appendDigits(secondsOfDay / 3600, count: 2, to: &bytes)
+        bytes.append(0x3A)
+        appendDigits(secondsOfDay / 60 % 60, count: 2, to: &bytes)
+        bytes.append(0x3A)
+        appendDigits(secondsOfDay % 60, count: 2, to: &bytes)
+        if fractionDigits > 0 {
+            bytes.append(0x2E)
+            // Trailing zeros never occur: a shorter form would have round-tripped first.
+            appendDigits(fraction, count: fractionDigits, to: &bytes)
+        }
+        bytes.append(0x5A)
+    }
+
+    // MARK: - Calendar arithmetic (proleptic Gregorian, after H. Hinnant's civil algorithms)
+
+    private static let referenceOffset = 978_307_200  // seconds from 1970-01-01 to 2001-01-01
+    private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+
+    private static func makeDate(wholeSecondsSince1970: Int, fraction: Int, digits: Int) -> Date {
+        let whole = Double(wholeSecondsSince1970 - referenceOffset)
+        return Date(timeIntervalSinceReferenceDate: whole + Double(fraction) / powersOfTen[digits])
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    private static func digitValue(_ byte: UInt8) -> Int? {
+        byte >= 0x30 && byte <= 0x39 ? Int(byte - 0x30) : nil
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func appendDigits(_ value: Int, count: Int, to bytes: inout [UInt8]) {
+        var divisor = 1
+        for _ in 1..<count { divisor *= 10 }
+        var value = max(0, value)
+        while divisor > 0 {
+            bytes.append(UInt8(truncatingIfNeeded: 0x30 + (value / divisor) % 10))
+            value %= divisor
+            divisor /= 10
+        }
+    }
+}
