@@ -1,0 +1,64 @@
+/// Fans values out to any number of `AsyncStream` subscribers, each with its own unbounded buffer.
+package final class Broadcast<Element: Sendable>: Sendable {
+    private struct State {
+        var subscribers: [Int: AsyncStream<Element>.Continuation] = [:]
+        var nextID = 0
+        var isFinished = false
+    }
+
+    private let state = Locked(State())
+
+    package init() {}
+
+    /// A new stream that receives every value yielded from now on.
+    package func subscribe() -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+        let id: Int? = state.withLock { state in
+            guard !state.isFinished else { return nil }
+            state.nextID += 1
+            state.subscribers[state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Sends a value to every current subscriber.
+    package func yield(_ element: Element) {
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(element) }
+    }
+
+    /// Ends every current subscription; with `permanently`, later subscribers also end at once.
+    package func finish(permanently: Bool = true) {
+        let subscribers = state.withLock { state in
+            if permanently { state.isFinished = true }
+            defer { state.subscribers.removeAll() }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
+    /// How many subscribers are attached.
+    package var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+}
+
+/// An `AsyncSequence` that subscribes to a broadcast when iteration begins.
+public struct BroadcastSequence<Element: Sendable>: AsyncSequence, Sendable {
+    private let broadcast: Broadcast<Element>
+
+    package init(_ broadcast: Broadcast<Element>) {
+        self.broadcast = broadcast
+    }
+
+    /// Subscribes: the iterator receives every value sent from this moment on.
+    public func makeAsyncIterator() -> AsyncStream<Element>.Iterator {
+        broadcast.subscribe().makeAsyncIterator()
+    }
+}

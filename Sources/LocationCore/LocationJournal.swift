@@ -1,0 +1,338 @@
+import Foundation
+
+/// An append-only file of held fixes, so that a crash while suspended loses nothing.
+///
+/// ## Format (version 1, all integers little-endian)
+/// - Header: the 8 ASCII bytes `LOCJRNL1`.
+/// - Then records, each: `u32 length` (1…4096) · `length` payload bytes · `u32 CRC-32` of the payload
+///   (IEEE 802.3 polynomial, as in zlib and PNG).
+/// - Payload: `u16 mask` (bit i set when optional field i is present: 0 altitude, 1 ellipsoidalAltitude,
+///   2 horizontalAccuracy, 3 verticalAccuracy, 4 speed, 5 speedAccuracy, 6 course, 7 courseAccuracy,
+///   8 climb, 9 satellitesUsed, 10 fixMode, 11 source) · `u8 flags` (bit 0 isSimulated, bit 1 fixMode is 3D) ·
+///   `f64 latitude` · `f64 longitude` · `f64 timestamp` (seconds since 2001-01-01T00:00:00Z) · each present
+///   `f64` field in mask order · `u32 satellitesUsed` if present · `u16 byte count` + UTF-8 `source` if present.
+///
+/// Every fix is written with one `write` as it is appended, so it survives the process being killed;
+/// `fsync` runs at least once per ``syncInterval`` while appending and on ``sync()``, so it also survives
+/// a power cut after that. On opening, records are read up to the first one that is truncated or fails
+/// its checksum; that tail is reported and cut off, and the valid prefix is kept. A file that is not a
+/// journal at all is moved aside to `PATH.corrupt` rather than overwritten.
+public final class LocationJournal: Sendable {
+    /// The journal file.
+    public let path: String
+    /// The longest time an appended fix waits for `fsync`.
+    public let syncInterval: Duration
+
+    private struct State {
+        var handle: FileHandle?
+        var unsyncedSince: Duration?
+        var syncTask: Task<Void, Never>?
+        var recordCount = 0
+    }
+
+    private let state: Locked<State>
+    private let timeline: Timeline
+    private static let magic = Array("LOCJRNL1".utf8)
+    private static let maxPayload = 4096
+
+    /// What was found in an existing journal when it was opened.
+    public struct Contents: Sendable {
+        /// The fixes of every valid record, in file order.
+        public var locations: [Location]
+        /// What was wrong with the tail (or the whole file), if anything; the valid prefix is kept.
+        public var problem: LocationError?
+    }
+
+    /// Opens (creating if needed) the journal at `path` and reads what it holds.
+    public static func open(
+        path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()
+    ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
+        let manager = FileManager.default
+        var problem: LocationError?
+        var locations: [Location] = []
+        var validLength = UInt64(magic.count)
+        if manager.fileExists(atPath: path) {
+            guard let data = manager.contents(atPath: path) else {
+                throw LocationError(.journalIO, "cannot read journal \(path)")
+            }
+            if data.count < magic.count || !data.starts(with: magic) {
+                if !data.isEmpty {
+                    let aside = path + ".corrupt"
+                    try? manager.removeItem(atPath: aside)
+                    do { try manager.moveItem(atPath: path, toPath: aside) } catch {
+                        throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(error)")
+                    }
+                    problem = LocationError(
+                        .journalCorrupt, "\(path) is not a location journal (bad header); moved it to \(aside)")
+                }
+            } else {
+                let parsed = decode(data, path: path)
+                locations = parsed.locations
+                problem = parsed.problem
+                validLength = UInt64(parsed.validLength)
+            }
+        }
+        if !manager.fileExists(atPath: path) {
+            guard manager.createFile(atPath: path, contents: Data(magic), attributes: [.posixPermissions: 0o600])
+            else { throw LocationError(.journalIO, "cannot create journal \(path)") }
+        }
+        guard let handle = FileHandle(forUpdatingAtPath: path) else {
+            throw LocationError(.journalIO, "cannot open journal \(path) for writing")
+        }
+        do {
+            try handle.truncate(atOffset: validLength)
+            try handle.seekToEnd()
+            try handle.synchronize()
+        } catch {
+            throw LocationError(.journalIO, "cannot prepare journal \(path): \(error)")
+        }
+        let journal = LocationJournal(path: path, handle: handle, syncInterval: syncInterval, clock: clock)
+        journal.state.withLock { $0.recordCount = locations.count }
+        return (journal, Contents(locations: locations, problem: problem))
+    }
+
+    private init(path: String, handle: FileHandle, syncInterval: Duration, clock: any Clock<Duration>) {
+        self.path = path
+        self.syncInterval = syncInterval
+        self.timeline = Timeline(clock: clock)
+        self.state = Locked(State(handle: handle))
+    }
+
+    deinit {
+        state.withLock { state in
+            state.syncTask?.cancel()
+            try? state.handle?.close()
+        }
+    }
+
+    /// How many records the journal holds.
+    public var count: Int { state.withLock { $0.recordCount } }
+
+    /// Appends one fix with a single write; schedules an `fsync` within ``syncInterval``.
+    public func append(_ location: Location) throws(LocationError) {
+        var record: [UInt8] = []
+        record.reserveCapacity(160)
+        Self.encodeRecord(location, into: &record)
+        try appendEncoded(record, count: 1)
+    }
+
+    /// Appends several fixes with a single write.
+    public func append(contentsOf locations: [Location]) throws(LocationError) {
+        guard !locations.isEmpty else { return }
+        var records: [UInt8] = []
+        records.reserveCapacity(locations.count * 128)
+        for location in locations { Self.encodeRecord(location, into: &records) }
+        try appendEncoded(records, count: locations.count)
+    }
+
+    private func appendEncoded(_ bytes: [UInt8], count: Int) throws(LocationError) {
+        let result: Result<Void, LocationError> = state.withLock { state in
+            guard let handle = state.handle else {
+                return .failure(LocationError(.journalIO, "journal \(path) is closed"))
+            }
+            do {
+                try bytes.withUnsafeBytes { try handle.write(contentsOf: $0) }
+            } catch {
+                return .failure(LocationError(.journalIO, "cannot append to journal \(path): \(error)"))
+            }
+            state.recordCount += count
+            let now = timeline.now
+            if let since = state.unsyncedSince {
+                if now - since >= syncInterval { syncLocked(&state) }
+            } else {
+                state.unsyncedSince = now
+                scheduleSync(&state, at: now + syncInterval)
+            }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    private func scheduleSync(_ state: inout State, at deadline: Duration) {
+        state.syncTask?.cancel()
+        let timeline = self.timeline
+        state.syncTask = Task { [weak self] in
+            do { try await timeline.sleep(until: deadline) } catch { return }
+            self?.sync()
+        }
+    }
+
+    /// Forces written fixes to disk now.
+    public func sync() {
+        state.withLock { syncLocked(&$0) }
+    }
+
+    private func syncLocked(_ state: inout State) {
+        guard state.unsyncedSince != nil else { return }
+        try? state.handle?.synchronize()
+        state.unsyncedSince = nil
+        state.syncTask?.cancel()
+        state.syncTask = nil
+    }
+
+    /// Removes every record (after they were delivered) and syncs.
+    public func clear() throws(LocationError) {
+        let result: Result<Void, LocationError> = state.withLock { state in
+            guard let handle = state.handle else { return .success(()) }
+            do {
+                try handle.truncate(atOffset: UInt64(Self.magic.count))
+                try handle.seekToEnd()
+                try handle.synchronize()
+            } catch {
+                return .failure(LocationError(.journalIO, "cannot clear journal \(path): \(error)"))
+            }
+            state.recordCount = 0
+            state.unsyncedSince = nil
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// Syncs and closes the file; later appends fail.
+    public func close() {
+        state.withLock { state in
+            syncLocked(&state)
+            try? state.handle?.close()
+            state.handle = nil
+        }
+    }
+
+    // MARK: - Records
+
+    static func encodeRecord(_ location: Location, into bytes: inout [UInt8]) {
+        let lengthOffset = bytes.count
+        bytes.append(contentsOf: [0, 0, 0, 0])
+        let payloadStart = bytes.count
+        let optionals: [Double?] = [
+            location.altitude, location.ellipsoidalAltitude, location.horizontalAccuracy, location.verticalAccuracy,
+            location.speed, location.speedAccuracy, location.course, location.courseAccuracy, location.climb,
+        ]
+        var mask: UInt16 = 0
+        for (bit, value) in optionals.enumerated() where value != nil { mask |= 1 << bit }
+        if location.satellitesUsed != nil { mask |= 1 << 9 }
+        if location.fixMode != nil { mask |= 1 << 10 }
+        let source = location.source.map { Array($0.utf8.prefix(1024)) }
+        if source != nil { mask |= 1 << 11 }
+        append(mask, to: &bytes)
+        var flags: UInt8 = location.isSimulated ? 1 : 0
+        if location.fixMode == .threeDimensional { flags |= 2 }
+        bytes.append(flags)
+        append(location.latitude.bitPattern, to: &bytes)
+        append(location.longitude.bitPattern, to: &bytes)
+        append(location.timestamp.timeIntervalSinceReferenceDate.bitPattern, to: &bytes)
+        for value in optionals { if let value { append(value.bitPattern, to: &bytes) } }
+        if let satellites = location.satellitesUsed { append(UInt32(clamping: satellites), to: &bytes) }
+        if let source {
+            append(UInt16(source.count), to: &bytes)
+            bytes.append(contentsOf: source)
+        }
+        let payloadLength = bytes.count - payloadStart
+        let length = UInt32(payloadLength)
+        for index in 0..<4 { bytes[lengthOffset + index] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(index))) }
+        let crc = bytes.withUnsafeBufferPointer { CRC32.checksum(UnsafeBufferPointer(rebasing: $0[payloadStart...])) }
+        append(crc, to: &bytes)
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+        var value = value.littleEndian
+        withUnsafeBytes(of: &value) { bytes.append(contentsOf: $0) }
+    }
+
+    static func decode(_ data: Data, path: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
+        data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var locations: [Location] = []
+            var offset = magic.count
+            func fail(_ reason: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
+                let dropped = bytes.count - offset
+                let message =
+                    "journal \(path): \(reason) at byte \(offset); kept \(locations.count) fixes, dropped \(dropped) bytes"
+                return (locations, LocationError(.journalCorrupt, message), offset)
+            }
+            while offset < bytes.count {
+                guard bytes.count - offset >= 4 else { return fail("truncated record header") }
+                let length = Int(readUInt32(bytes, offset))
+                guard length >= 1, length <= maxPayload else { return fail("impossible record length \(length)") }
+                guard bytes.count - offset >= 8 + length else { return fail("truncated record") }
+                let payload = UnsafeBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 4 + length)])
+                guard CRC32.checksum(payload) == readUInt32(bytes, offset + 4 + length) else {
+                    return fail("checksum mismatch")
+                }
+                guard let location = decodePayload(payload) else { return fail("malformed record") }
+                locations.append(location)
+                offset += 8 + length
+            }
+            return (locations, nil, offset)
+        }
+    }
+
+    private static func readUInt32(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for index in 0..<4 { value |= UInt32(bytes[offset + index]) << (8 * UInt32(index)) }
+        return value
+    }
+
+    private static func decodePayload(_ payload: UnsafeBufferPointer<UInt8>) -> Location? {
+        var offset = 0
+        func read<T: FixedWidthInteger>(_: T.Type) -> T? {
+            let size = MemoryLayout<T>.size
+            guard payload.count - offset >= size else { return nil }
+            var value: T = 0
+            for index in 0..<size { value |= T(payload[offset + index]) << (8 * index) }
+            offset += size
+            return value
+        }
+        func readDouble() -> Double? { read(UInt64.self).map(Double.init(bitPattern:)) }
+        guard let mask = read(UInt16.self), let flags = read(UInt8.self),
+            let latitude = readDouble(), let longitude = readDouble(), let time = readDouble(),
+            time.isFinite
+        else { return nil }
+        var optionals: [Double?] = []
+        for bit in 0..<9 {
+            if mask & (1 << bit) != 0 {
+                guard let value = readDouble() else { return nil }
+                optionals.append(value)
+            } else {
+                optionals.append(nil)
+            }
+        }
+        var satellites: Int?
+        if mask & (1 << 9) != 0 {
+            guard let value = read(UInt32.self) else { return nil }
+            satellites = Int(value)
+        }
+        var source: String?
+        if mask & (1 << 11) != 0 {
+            guard let length = read(UInt16.self), payload.count - offset >= Int(length) else { return nil }
+            source = String(decoding: UnsafeBufferPointer(rebasing: payload[offset..<(offset + Int(length))]), as: UTF8.self)
+            offset += Int(length)
+        }
+        guard offset == payload.count else { return nil }
+        let location = Location(
+            latitude: latitude, longitude: longitude,
+            altitude: optionals[0], ellipsoidalAltitude: optionals[1],
+            horizontalAccuracy: optionals[2], verticalAccuracy: optionals[3],
+            speed: optionals[4], speedAccuracy: optionals[5], course: optionals[6], courseAccuracy: optionals[7],
+            climb: optionals[8], timestamp: Date(timeIntervalSinceReferenceDate: time),
+            fixMode: mask & (1 << 10) == 0 ? nil : (flags & 2 != 0 ? .threeDimensional : .twoDimensional),
+            satellitesUsed: satellites, source: source, isSimulated: flags & 1 != 0)
+        return location.hasValidCoordinate ? location : nil
+    }
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as in zlib), table-driven.
+enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { index in
+        var crc = UInt32(index)
+        for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        return crc
+    }
+
+    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        table.withUnsafeBufferPointer { table in
+            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        }
+        return ~crc
+    }
+}

@@ -1,0 +1,586 @@
+import Foundation
+import Logging
+
+/// The sequence of location deliveries: each element is exactly what the delegate got in one call.
+public typealias LocationUpdates = BroadcastSequence<[Location]>
+
+/// Reads fixes from a ``LocationSource``, applies the accuracy policy of the app's lifecycle state, and
+/// delivers locations to a delegate and to ``updates``.
+///
+/// - In the foreground the **high** policy runs the source continuously and delivers every epoch,
+///   thinned only by ``distanceFilter``.
+/// - In the background (``executingInBackground``) the **reduced** policy duty-cycles the source (see
+///   ``ReducedAccuracyPolicy``); with ``allowsBackgroundLocationUpdates`` the app keeps getting these
+///   fixes live, otherwise it is suspended after the grace period.
+/// - While **suspended**, fixes are held in a compact bounded batch (and journaled, if a journal path is
+///   configured). On `willEnterForeground` the batch is delivered as one `didUpdateLocations` call, oldest
+///   first, without duplicates, before any new live fix. A journal left by a crash is loaded at start and
+///   delivered the same way on the next foreground, exactly once.
+public final class LocationManager: Sendable {
+    /// Where fixes come from.
+    public let source: any LocationSource
+    /// The lifecycle this manager follows.
+    public let application: Application
+
+    private struct Request {
+        var selector: AcquisitionSelector
+        var continuation: CheckedContinuation<Location, any Error>
+        var timer: Task<Void, Never>?
+    }
+
+    private struct State {
+        var delegate: WeakDelegate?
+        var configuration: LocationManagerConfiguration
+        var isUpdating = false
+        var policy: AccuracyPolicy
+        var isHolding: Bool
+        var location: Location?
+        var lastAccepted: Location?
+        var context: LocationSourceContext?
+        var sourceTask: Task<Void, Never>?
+        var sourceGeneration = 0
+        var sourceStatus: LocationSourceStatus = .idle
+        var requests: [Int: Request] = [:]
+        var nextRequestID = 0
+        var batch: LocationBatch
+        var totalDropped = 0
+        var pendingErrors: [LocationError] = []
+        var keepsAppRunning = false
+    }
+
+    private let state: Locked<State>
+    private let delivery = SerialDelivery()
+    private let broadcast = Broadcast<[Location]>()
+    private let clock: any Clock<Duration>
+    private let timeline: Timeline
+    private let journal: LocationJournal?
+    private let logger: Logger
+    private let hookID: Locked<Int?> = Locked(nil)
+
+    /// Creates a manager; loads the journal if one is configured and holds what it contains.
+    ///
+    /// - Throws: ``LocationError/Code/journalIO`` when the journal cannot be opened or created.
+    ///   A damaged journal tail is not an error: it is cut off and reported to the delegate.
+    public init(
+        source: any LocationSource,
+        application: Application = Application(),
+        configuration: LocationManagerConfiguration = .init(),
+        clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "location.manager")
+    ) throws(LocationError) {
+        self.source = source
+        self.application = application
+        self.clock = clock
+        self.timeline = Timeline(clock: clock)
+        self.logger = logger
+        let appState = application.applicationState
+        var initial = State(
+            configuration: configuration,
+            policy: appState == .background || appState == .suspended ? .reduced : .high,
+            isHolding: appState == .suspended,
+            batch: LocationBatch(capacity: configuration.batchCapacity))
+        if let path = configuration.journalPath {
+            let opened = try LocationJournal.open(
+                path: path, syncInterval: configuration.journalSyncInterval, clock: clock)
+            journal = opened.journal
+            initial.batch.append(contentsOf: opened.contents.locations)
+            if let problem = opened.contents.problem {
+                logger.warning("\(problem.message)")
+                initial.pendingErrors.append(problem)
+            }
+            if !opened.contents.locations.isEmpty {
+                logger.info("loaded \(opened.contents.locations.count) held fixes from journal \(path)")
+            }
+        } else {
+            journal = nil
+        }
+        state = Locked(initial)
+        let id = application.addHook { [weak self] event in self?.handle(event) }
+        hookID.withLock { $0 = id }
+    }
+
+    deinit {
+        if let id = hookID.value { application.removeHook(id) }
+        let leftovers = state.withLock { state -> [Request] in
+            state.sourceTask?.cancel()
+            defer { state.requests.removeAll() }
+            return Array(state.requests.values)
+        }
+        for request in leftovers {
+            request.timer?.cancel()
+            request.continuation.resume(throwing: LocationError(.cancelled, "the location manager went away"))
+        }
+        broadcast.finish()
+    }
+
+    // MARK: - Properties
+
+    /// Receives locations and news; held weakly. Errors found before it was set (such as a damaged
+    /// journal) are delivered to it when it is set.
+    public var delegate: (any LocationManagerDelegate)? {
+        get { state.withLock { $0.delegate?.value } }
+        set {
+            let pending = state.withLock { state -> [LocationError] in
+                state.delegate = newValue.map(WeakDelegate.init)
+                guard newValue != nil else { return [] }
+                defer { state.pendingErrors.removeAll() }
+                return state.pendingErrors
+            }
+            for error in pending { enqueueError(error) }
+            delivery.drain()
+        }
+    }
+
+    /// Every delivery from the moment iteration begins, for any number of consumers. Iteration ends
+    /// when the source runs out (a replay reached its end) or the manager goes away.
+    public var updates: LocationUpdates { BroadcastSequence(broadcast) }
+
+    /// The accuracy ``requestLocation(timeout:)`` waits for, in metres; `nil` takes the first fix.
+    public var desiredAccuracy: Double? {
+        get { state.withLock { $0.configuration.desiredAccuracy } }
+        set { state.withLock { $0.configuration.desiredAccuracy = newValue } }
+    }
+
+    /// Minimum distance in metres between delivered fixes; `nil` delivers every epoch.
+    public var distanceFilter: Double? {
+        get { state.withLock { $0.configuration.distanceFilter } }
+        set { state.withLock { $0.configuration.distanceFilter = newValue } }
+    }
+
+    /// Whether a background app keeps getting live updates instead of being suspended.
+    public var allowsBackgroundLocationUpdates: Bool {
+        get { state.withLock { $0.configuration.allowsBackgroundLocationUpdates } }
+        set {
+            state.withLock { $0.configuration.allowsBackgroundLocationUpdates = newValue }
+            updateKeepAlive()
+        }
+    }
+
+    /// The background policy's parameters; a change applies from the next acquisition.
+    public var reducedPolicy: ReducedAccuracyPolicy {
+        get { state.withLock { $0.configuration.reduced } }
+        set {
+            state.withLock { state in
+                state.configuration.reduced = newValue
+                applySourceMode(&state)
+            }
+        }
+    }
+
+    /// The configuration as it stands now, including changes made through the properties.
+    public var configuration: LocationManagerConfiguration { state.withLock { $0.configuration } }
+
+    /// Whether the app runs in the background (from didEnterBackground until willEnterForeground).
+    public var executingInBackground: Bool { application.executingInBackground }
+
+    /// The policy in effect.
+    public var accuracyPolicy: AccuracyPolicy { state.withLock { $0.policy } }
+
+    /// The most recent fix, after the policy's processing (coarsening), whether or not it was delivered.
+    public var location: Location? { state.withLock { $0.location } }
+
+    /// Whether ``startUpdatingLocation()`` is in effect.
+    public var isUpdatingLocation: Bool { state.withLock { $0.isUpdating } }
+
+    /// The source's last reported state.
+    public var sourceStatus: LocationSourceStatus { state.withLock { $0.sourceStatus } }
+
+    /// How many fixes are held for the next foreground.
+    public var heldCount: Int { state.withLock { $0.batch.count } }
+
+    /// How many held fixes were dropped for lack of room since the manager started.
+    public var droppedCount: Int { state.withLock { $0.totalDropped + $0.batch.droppedCount } }
+
+    /// The journal file, if one is configured.
+    public var journalPath: String? { journal?.path }
+
+    // MARK: - Control
+
+    /// Starts delivering locations under the current policy.
+    public func startUpdatingLocation() {
+        state.withLock { state in
+            state.isUpdating = true
+            applySourceMode(&state)
+        }
+        updateKeepAlive()
+        delivery.drain()
+    }
+
+    /// Stops delivering locations; the source stops unless a ``requestLocation(timeout:)`` is pending.
+    /// Held fixes stay held.
+    public func stopUpdatingLocation() {
+        state.withLock { state in
+            state.isUpdating = false
+            applySourceMode(&state)
+        }
+        updateKeepAlive()
+        delivery.drain()
+    }
+
+    /// Gets one fix: the first that meets ``desiredAccuracy``, else the best seen when `timeout` ends.
+    ///
+    /// The source runs continuously while the request is pending, whatever the policy. The fix is
+    /// returned, not sent to the delegate.
+    /// - Throws: ``LocationError/Code/noFix`` when no fix arrived in time; the source's error if it
+    ///   failed; ``LocationError/Code/cancelled`` if the calling task was cancelled.
+    public func requestLocation(timeout: Duration) async throws(LocationError) -> Location {
+        let id = state.withLock { state -> Int in
+            state.nextRequestID += 1
+            return state.nextRequestID
+        }
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let timeline = self.timeline
+                    let deadline = timeline.now + timeout
+                    if Task.isCancelled {
+                        continuation.resume(throwing: LocationError(.cancelled, "the location request was cancelled"))
+                        return
+                    }
+                    state.withLock { state in
+                        var request = Request(
+                            selector: AcquisitionSelector(desiredAccuracy: state.configuration.desiredAccuracy),
+                            continuation: continuation)
+                        request.timer = Task { [weak self] in
+                            do { try await timeline.sleep(until: deadline) } catch { return }
+                            self?.finishRequest(id, timedOutAfter: timeout)
+                        }
+                        state.requests[id] = request
+                        applySourceMode(&state)
+                    }
+                    delivery.drain()
+                }
+            } onCancel: {
+                self.failRequest(id, LocationError(.cancelled, "the location request was cancelled"))
+            }
+        } catch let error as LocationError {
+            throw error
+        } catch {
+            throw LocationError(.sourceFailed, "\(error)")
+        }
+    }
+
+    /// Stops the source and flushes the journal to disk: call before a graceful exit.
+    /// Held fixes stay in the journal for the next start.
+    public func shutdown() {
+        stopUpdatingLocation()
+        journal?.sync()
+    }
+
+    // MARK: - Source events
+
+    private func handle(_ event: LocationSourceEvent) {
+        var resolved: [(CheckedContinuation<Location, any Error>, Location)] = []
+        state.withLock { state in
+            switch event {
+            case .location(let fix):
+                guard fix.hasValidCoordinate else {
+                    enqueueError(
+                        LocationError(
+                            .invalidData,
+                            "\(source.name) delivered an impossible coordinate (\(fix.latitude), \(fix.longitude))"))
+                    return
+                }
+                resolved = resolveRequests(with: fix, &state)
+                accept(fix, &state)
+            case .status(let status):
+                guard status != state.sourceStatus else { return }
+                state.sourceStatus = status
+                enqueueDelegateCall { manager, delegate in
+                    delegate.locationManager(manager, didChangeSourceStatus: status)
+                }
+            case .error(let error):
+                enqueueError(error)
+            }
+        }
+        delivery.drain()
+        for (continuation, location) in resolved { continuation.resume(returning: location) }
+        if !resolved.isEmpty {
+            state.withLock { applySourceMode(&$0) }
+        }
+    }
+
+    /// Runs one fix through the policy; delivers it, holds it, or filters it out.
+    private func accept(_ fix: Location, _ state: inout State) {
+        guard state.isUpdating else { return }
+        let reduced = state.configuration.reduced
+        let processed = state.policy == .reduced ? reduced.coarsen(fix) : fix
+        state.location = processed
+        if let last = state.lastAccepted {
+            if processed.isDuplicate(of: last) { return }
+            let filter =
+                state.policy == .reduced
+                ? (reduced.distanceFilter ?? state.configuration.distanceFilter)
+                : state.configuration.distanceFilter
+            if let filter, processed.distance(from: last) < filter { return }
+        }
+        state.lastAccepted = processed
+        if state.isHolding {
+            state.batch.append(processed)
+            do {
+                try journal?.append(processed)
+            } catch {
+                logger.error("\(error.message)")
+                enqueueError(error)
+            }
+            return
+        }
+        enqueueLocations([processed])
+    }
+
+    private func resolveRequests(
+        with fix: Location, _ state: inout State
+    ) -> [(CheckedContinuation<Location, any Error>, Location)] {
+        var resolved: [(CheckedContinuation<Location, any Error>, Location)] = []
+        for id in state.requests.keys.sorted() {
+            guard var request = state.requests[id] else { continue }
+            if request.selector.offer(fix) {
+                state.requests[id] = nil
+                request.timer?.cancel()
+                resolved.append((request.continuation, fix))
+            } else {
+                state.requests[id] = request
+            }
+        }
+        return resolved
+    }
+
+    private func finishRequest(_ id: Int, timedOutAfter timeout: Duration) {
+        let request = state.withLock { state -> Request? in
+            defer { applySourceMode(&state) }
+            return state.requests.removeValue(forKey: id)
+        }
+        guard let request else { return }
+        if let best = request.selector.best {
+            request.continuation.resume(returning: best)
+        } else {
+            request.continuation.resume(
+                throwing: LocationError(
+                    .noFix, "no fix from \(source.name) within \(Self.format(timeout))"))
+        }
+    }
+
+    private func failRequest(_ id: Int, _ error: LocationError) {
+        let request = state.withLock { state -> Request? in
+            defer { applySourceMode(&state) }
+            return state.requests.removeValue(forKey: id)
+        }
+        request?.timer?.cancel()
+        request?.continuation.resume(throwing: error)
+    }
+
+    // MARK: - Running the source
+
+    private func effectiveMode(_ state: State) -> AcquisitionMode? {
+        if !state.requests.isEmpty { return .continuous }
+        guard state.isUpdating else { return nil }
+        return state.policy == .high ? .continuous : .dutyCycled(state.configuration.reduced.dutyCycle)
+    }
+
+    private func applySourceMode(_ state: inout State) {
+        guard let mode = effectiveMode(state) else {
+            if state.sourceTask != nil {
+                state.sourceTask?.cancel()
+                state.sourceTask = nil
+                state.context = nil
+                state.sourceGeneration += 1
+                if state.sourceStatus != .idle {
+                    state.sourceStatus = .idle
+                    enqueueDelegateCall { manager, delegate in
+                        delegate.locationManager(manager, didChangeSourceStatus: .idle)
+                    }
+                }
+            }
+            return
+        }
+        if let context = state.context {
+            context.setMode(mode)
+            return
+        }
+        state.sourceGeneration += 1
+        let generation = state.sourceGeneration
+        let context = LocationSourceContext(clock: clock, mode: mode) { [weak self] event in
+            self?.handle(event, generation: generation)
+        }
+        state.context = context
+        let source = self.source
+        state.sourceTask = Task { [weak self] in
+            do {
+                try await source.run(context)
+                self?.sourceEnded(generation: generation, error: nil)
+            } catch is CancellationError {
+                return
+            } catch {
+                self?.sourceEnded(generation: generation, error: error)
+            }
+        }
+    }
+
+    private func handle(_ event: LocationSourceEvent, generation: Int) {
+        // Events from a source run that was already stopped are stale.
+        guard state.withLock({ $0.sourceGeneration == generation }) else { return }
+        handle(event)
+    }
+
+    private func sourceEnded(generation: Int, error: (any Error)?) {
+        let failure: LocationError? =
+            switch error {
+            case nil: nil
+            case let error as LocationError: error
+            case let error?: LocationError(.sourceFailed, "\(source.name) failed: \(error)")
+            }
+        let requests = state.withLock { state -> [Request] in
+            guard state.sourceGeneration == generation else { return [] }
+            state.sourceTask = nil
+            state.context = nil
+            state.isUpdating = false
+            let status: LocationSourceStatus = failure == nil ? .ended : .unavailable
+            if state.sourceStatus != status {
+                state.sourceStatus = status
+                enqueueDelegateCall { manager, delegate in
+                    delegate.locationManager(manager, didChangeSourceStatus: status)
+                }
+            }
+            if let failure { enqueueError(failure) }
+            defer { state.requests.removeAll() }
+            return Array(state.requests.values)
+        }
+        updateKeepAlive()
+        delivery.drain()
+        let reason = failure ?? LocationError(.noFix, "\(source.name) ended before a fix arrived")
+        for request in requests {
+            request.timer?.cancel()
+            if let best = request.selector.best {
+                request.continuation.resume(returning: best)
+            } else {
+                request.continuation.resume(throwing: reason)
+            }
+        }
+        // Consumers of `updates` learn that the stream is over; later iterations start afresh.
+        delivery.enqueue { [broadcast] in broadcast.finish(permanently: false) }
+        delivery.drain()
+    }
+
+    // MARK: - Lifecycle
+
+    private func handle(_ event: ApplicationEvent) {
+        switch event {
+        case .didEnterBackground:
+            state.withLock { setPolicy(.reduced, &$0) }
+        case .didSuspend:
+            state.withLock { $0.isHolding = true }
+            journal?.sync()
+        case .willEnterForeground:
+            state.withLock { state in
+                state.isHolding = false
+                flush(&state)
+                setPolicy(.high, &state)
+            }
+            journal?.sync()
+        case .didBecomeActive:
+            // A journal restored at launch is delivered on the first foreground even without
+            // willEnterForeground (an app launched straight into the foreground).
+            state.withLock { state in
+                if !state.batch.isEmpty { flush(&state) }
+            }
+        case .willTerminate:
+            shutdown()
+        case .didFinishLaunching, .willResignActive:
+            break
+        }
+        updateKeepAlive()
+        delivery.drain()
+    }
+
+    private func setPolicy(_ policy: AccuracyPolicy, _ state: inout State) {
+        guard state.policy != policy else { return }
+        state.policy = policy
+        applySourceMode(&state)
+        enqueueDelegateCall { manager, delegate in
+            delegate.locationManager(manager, didChangeAccuracyPolicy: policy)
+        }
+    }
+
+    /// Delivers the held batch as one call, then clears the journal of what was delivered.
+    private func flush(_ state: inout State) {
+        let (locations, dropped) = state.batch.drain()
+        state.totalDropped += dropped
+        if dropped > 0 {
+            logger.warning("dropped \(dropped) held fixes: the batch holds at most \(state.batch.capacity)")
+            enqueueDelegateCall { manager, delegate in
+                delegate.locationManager(manager, didDropHeldLocations: dropped)
+            }
+        }
+        if let last = locations.last { state.lastAccepted = last }
+        if !locations.isEmpty { enqueueLocations(locations) }
+        guard let journal, journal.count > 0 || !locations.isEmpty else { return }
+        // Clear only after the delegate has the batch; keep anything held again since the flush.
+        delivery.enqueue { [weak self] in
+            guard let self else { return }
+            let result = self.state.withLock { state -> LocationError? in
+                do throws(LocationError) {
+                    let heldSince = state.batch.peek()
+                    try journal.clear()
+                    if !heldSince.isEmpty {
+                        try journal.append(contentsOf: heldSince)
+                    }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let result {
+                self.logger.error("\(result.message)")
+                self.enqueueError(result)
+                self.delivery.drain()
+            }
+        }
+    }
+
+    private func updateKeepAlive() {
+        let (changed, keep) = state.withLock { state -> (Bool, Bool) in
+            let keep = state.isUpdating && state.configuration.allowsBackgroundLocationUpdates
+            defer { state.keepsAppRunning = keep }
+            return (keep != state.keepsAppRunning, keep)
+        }
+        if changed { application.setKeepsRunning(keep, holder: ObjectIdentifier(self)) }
+    }
+
+    // MARK: - Delivery
+
+    private func enqueueLocations(_ locations: [Location]) {
+        delivery.enqueue { [weak self, broadcast] in
+            if let self, let delegate = self.delegate {
+                delegate.locationManager(self, didUpdateLocations: locations)
+            }
+            broadcast.yield(locations)
+        }
+    }
+
+    private func enqueueError(_ error: LocationError) {
+        enqueueDelegateCall { manager, delegate in delegate.locationManager(manager, didFailWithError: error) }
+    }
+
+    private func enqueueDelegateCall(
+        _ call: @escaping @Sendable (LocationManager, any LocationManagerDelegate) -> Void
+    ) {
+        delivery.enqueue { [weak self] in
+            guard let self, let delegate = self.delegate else { return }
+            call(self, delegate)
+        }
+    }
+
+    private static func format(_ duration: Duration) -> String {
+        let seconds = duration.seconds
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+    }
+}
+
+/// A weak reference to the delegate, so the manager never keeps it alive.
+private final class WeakDelegate: Sendable {
+    weak let value: (any LocationManagerDelegate)?
+
+    init(_ value: any LocationManagerDelegate) {
+        self.value = value
+    }
+}

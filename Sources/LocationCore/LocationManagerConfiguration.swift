@@ -1,0 +1,40 @@
+/// Everything a ``LocationManager`` is set up with, with documented defaults.
+public struct LocationManagerConfiguration: Sendable, Hashable {
+    /// The accuracy ``LocationManager/requestLocation(timeout:)`` waits for, in metres; `nil` takes the
+    /// first fix. Default `nil`.
+    public var desiredAccuracy: Double?
+    /// Minimum distance in metres between delivered fixes under the high policy; `nil` delivers every
+    /// epoch. Default `nil`.
+    public var distanceFilter: Double?
+    /// Whether a background app keeps getting live (reduced) updates instead of being suspended after
+    /// the grace period, as with the iOS location background mode. Default `false`, as on iOS.
+    public var allowsBackgroundLocationUpdates: Bool
+    /// The background policy.
+    public var reduced: ReducedAccuracyPolicy
+    /// The most fixes held while suspended; older ones are dropped and counted. Default 100,000.
+    public var batchCapacity: Int
+    /// Where held fixes are journaled so that a crash loses none; `nil` keeps them only in memory.
+    /// Default `nil`.
+    public var journalPath: String?
+    /// The longest a journaled fix waits for `fsync`. Default 1 s.
+    public var journalSyncInterval: Duration
+
+    /// Creates a configuration; every argument defaults to the documented value.
+    public init(
+        desiredAccuracy: Double? = nil,
+        distanceFilter: Double? = nil,
+        allowsBackgroundLocationUpdates: Bool = false,
+        reduced: ReducedAccuracyPolicy = .init(),
+        batchCapacity: Int = 100_000,
+        journalPath: String? = nil,
+        journalSyncInterval: Duration = .seconds(1)
+    ) {
+        self.desiredAccuracy = desiredAccuracy
+        self.distanceFilter = distanceFilter
+        self.allowsBackgroundLocationUpdates = allowsBackgroundLocationUpdates
+        self.reduced = reduced
+        self.batchCapacity = batchCapacity
+        self.journalPath = journalPath
+        self.journalSyncInterval = journalSyncInterval
+    }
+}
