@@ -1,0 +1,36 @@
+import Foundation
+import LocationCore
+
+/// Deterministic locations for tests and benchmarks.
+public enum LocationFixtures {
+    /// The start of every fixture track: 2024-05-01T06:00:00Z.
+    public static let epoch = Date(timeIntervalSince1970: 1_714_543_200)
+
+    /// Fix number `index` of a walk heading north-east at about 1.4 m/s, one fix per second.
+    public static func walk(
+        _ index: Int, accuracy: Double? = 4.5, source: String? = "script", start: Date = epoch
+    ) -> Location {
+        let step = Double(index)
+        return Location(
+            latitude: 52.520_008 + step * 0.000_009,
+            longitude: 13.404_954 + step * 0.000_014,
+            altitude: 34.2 + (step * 0.1).truncatingRemainder(dividingBy: 3),
+            ellipsoidalAltitude: 78.6 + (step * 0.1).truncatingRemainder(dividingBy: 3),
+            horizontalAccuracy: accuracy,
+            verticalAccuracy: 7.1,
+            speed: 1.4 + (step * 0.01).truncatingRemainder(dividingBy: 0.3),
+            speedAccuracy: 0.6,
+            course: 45.0 + (step * 0.37).truncatingRemainder(dividingBy: 10),
+            courseAccuracy: 12.5,
+            climb: 0.02,
+            timestamp: start.addingTimeInterval(step),
+            fixMode: .threeDimensional,
+            satellitesUsed: 9 + index % 3,
+            source: source)
+    }
+
+    /// `count` consecutive walk fixes starting at `from`.
+    public static func walk(count: Int, from: Int = 0, accuracy: Double? = 4.5) -> [Location] {
+        (from..<(from + count)).map { walk($0, accuracy: accuracy) }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import LocationCore
+import LocationTesting
+import Testing
+
+/// A fresh temporary directory removed when the test ends.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "location-tests-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+@Suite("Journal file")
+struct LocationJournalTests {
+    @Test("appended fixes are read back exactly after reopening")
+    func survivesReopen() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 500)
+        do {
+            let (journal, contents) = try LocationJournal.open(path: path)
+            #expect(contents.locations.isEmpty)
+            for fix in fixes { try journal.append(fix) }
+            // No close and no sync: the process "dies" here.
+        }
+        let (journal, contents) = try LocationJournal.open(path: path)
+        #expect(contents.problem == nil)
+        #expect(contents.locations == fixes)
+        #expect(journal.count == 500)
+        try journal.clear()
+        let (_, afterClear) = try LocationJournal.open(path: path)
+        #expect(afterClear.locations.isEmpty)
+    }
+
+    @Test("a truncated tail is reported, cut off, and the valid prefix kept", arguments: [1, 7, 40, 80])
+    func truncatedTail(cut: Int) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 10)
+        do {
+            let (journal, _) = try LocationJournal.open(path: path)
+            try journal.append(contentsOf: fixes)
+        }
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        data.removeLast(cut)
+        try data.write(to: URL(fileURLWithPath: path))
+        let (journal, contents) = try LocationJournal.open(path: path)
+        let problem = try #require(contents.problem)
+        #expect(problem.code == .journalCorrupt)
+        #expect(problem.message.contains("kept 9 fixes"))
+        #expect(contents.locations == Array(fixes.prefix(9)))
+        // Appending after recovery continues a clean file.
+        try journal.append(fixes[9])
+        let (_, reread) = try LocationJournal.open(path: path)
+        #expect(reread.problem == nil)
+        #expect(reread.locations == fixes)
+    }
+
+    @Test("a flipped byte mid-file fails the checksum and keeps the records before it")
+    func corruptRecord() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 10)
+        do {
+            let (journal, _) = try LocationJournal.open(path: path)
+            try journal.append(contentsOf: fixes)
+        }
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let recordSize = (data.count - 8) / 10
+        data[8 + recordSize * 6 + 20] ^= 0x40
+        try data.write(to: URL(fileURLWithPath: path))
+        let (_, contents) = try LocationJournal.open(path: path)
+        #expect(contents.problem?.message.contains("checksum mismatch") == true)
+        #expect(contents.locations == Array(fixes.prefix(6)))
+    }
+
+    @Test("a file that is not a journal is moved aside, never overwritten")
+    func notAJournal() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        try Data("hello, not a journal".utf8).write(to: URL(fileURLWithPath: path))
+        let (_, contents) = try LocationJournal.open(path: path)
+        #expect(contents.problem?.code == .journalCorrupt)
+        #expect(FileManager.default.contents(atPath: path + ".corrupt") == Data("hello, not a journal".utf8))
+    }
+
+    @Test("an unwritable location is a journal-io error naming the path")
+    func unwritable() {
+        #expect {
+            _ = try LocationJournal.open(path: "/nonexistent-dir/x.journal")
+        } throws: { error in
+            (error as? LocationError)?.code == .journalIO
+                && (error as? LocationError)?.message.contains("/nonexistent-dir/x.journal") == true
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import LocationCore
+import Testing
+
+@Suite("RFC 3339 parsing and formatting")
+struct RFC3339Tests {
+    @Test(
+        "real-world variants parse to the right instant",
+        arguments: [
+            ("2024-05-01T06:00:00Z", 1_714_543_200.0, true),
+            ("2024-05-01T06:00:26.000Z", 1_714_543_226.0, true),
+            ("2024-05-01T06:00:47.8Z", 1_714_543_247.8, true),
+            ("2024-05-01T06:00:53.7176739Z", 1_714_543_253.717_673_9, true),
+            ("2024-05-01T07:00:13.994+01:00", 1_714_543_213.994, true),
+            ("2024-05-01T01:00:00-0500", 1_714_543_200.0, true),
+            ("2024-05-01T06:00:00", 1_714_543_200.0, false),
+            ("2024-05-01 06:00:00Z", 1_714_543_200.0, true),
+            ("2024-05-01t06:00:00z", 1_714_543_200.0, true),
+            ("  2024-05-01T06:00:00.123456789Z\n", 1_714_543_200.123_456_789, true),
+            ("2016-12-31T23:59:60Z", 1_483_228_800.0, true),
+        ])
+    func parsesVariants(text: String, expected: Double, hasZone: Bool) throws {
+        let parsed = try #require(RFC3339.parse(text))
+        #expect(abs(parsed.date.timeIntervalSince1970 - expected) < 1e-6)
+        #expect(parsed.hasZone == hasZone)
+    }
+
+    @Test(
+        "malformed and impossible dates are rejected",
+        arguments: [
+            "", "2024", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z", "2024-04-31T00:00:00Z",
+            "2024-05-01T24:00:00Z", "2024-05-01T06:60:00Z", "2024-05-01T06:00:61Z", "2024-05-01T06:00:00.Z",
+            "2024-05-01T06:00:00+25:00", "2024-05-01T06:00:00Zjunk", "2024/05/01T06:00:00Z", "yesterday",
+        ])
+    func rejectsInvalid(text: String) {
+        #expect(RFC3339.parse(text) == nil)
+    }
+
+    @Test("leap day of a leap year is valid")
+    func leapDay() {
+        #expect(RFC3339.parse("2024-02-29T12:00:00Z") != nil)
+        #expect(RFC3339.parse("2000-02-29T12:00:00Z") != nil)
+        #expect(RFC3339.parse("1900-02-29T12:00:00Z") == nil)
+    }
+
+    @Test("formatting writes the shortest fraction that round-trips exactly")
+    func shortestRoundTrip() throws {
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 1_714_543_200)) == "2024-05-01T06:00:00Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 1_714_543_200.5)) == "2024-05-01T06:00:00.5Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: -1.25)) == "1969-12-31T23:59:58.75Z")
+        var generator = SystemRandomNumberGenerator()
+        for digits in 0...7 {
+            for _ in 0..<300 {
+                // Times as receivers and files write them: whole seconds plus up to 7 fraction digits.
+                let scale = pow(10.0, Double(digits))
+                let fraction = Double(Int.random(in: 0..<Int(scale), using: &generator)) / scale
+                let seconds = Double(Int.random(in: -2_000_000_000...4_000_000_000, using: &generator))
+                let date = Date(timeIntervalSinceReferenceDate: seconds - 978_307_200 + fraction)
+                let text = RFC3339.string(from: date)
+                #expect(RFC3339.parse(text)?.date == date, "\(text)")
+            }
+        }
+        // Arbitrary doubles may carry sub-nanosecond parts; they come back within a nanosecond.
+        for _ in 0..<2000 {
+            let date = Date(timeIntervalSince1970: Double.random(in: -2e9...4e9, using: &generator))
+            let back = try #require(RFC3339.parse(RFC3339.string(from: date))).date
+            #expect(abs(back.timeIntervalSince(date)) <= 1e-9)
+        }
+        for text in ["2024-05-01T06:00:53.7176739Z", "2024-05-01T06:00:26.001Z", "1999-12-31T23:59:59.9Z"] {
+            #expect(RFC3339.string(from: try #require(RFC3339.parse(text)).date) == text)
+        }
+    }
+}
