@@ -1,0 +1,205 @@
+import Clocks
+import ConcurrencyExtras
+import Foundation
+import LocationCore
+import LocationTesting
+import Testing
+
+@Suite("LocationManager: suspended batching and the journal", .serialized)
+struct SuspendedBatchingTests {
+    static let everyTenSeconds = ReducedAccuracyPolicy(
+        interval: .seconds(10), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+
+    @Test("without background location mode, background suspends after the grace period and fixes are held")
+    func suspendsAndHolds() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds))
+            await h.start()
+            await h.play(0..<3)
+            try h.application.enterBackground()
+            await h.settle()
+            await h.play(3..<5)
+            #expect(h.application.applicationState == .background)
+            await h.play(5..<8)
+            #expect(h.application.applicationState == .suspended)
+            let deliveredBeforeSuspension = h.delegate.locations.count
+            await h.play(8..<60)
+            #expect(h.delegate.locations.count == deliveredBeforeSuspension)
+            #expect(h.manager.heldCount == 5)
+        }
+    }
+
+    @Test("the held batch arrives as ONE call on willEnterForeground, oldest first, before any live fix")
+    func flushOnForeground() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            await h.play(0..<50)
+            let held = h.manager.heldCount
+            #expect(held == 5)
+            h.delegate.reset()
+            let observer = Task {
+                var iterator = h.manager.updates.makeAsyncIterator()
+                return await iterator.next()
+            }
+            await Task.megaYield()
+            try h.application.enterForeground()
+            // The batch is delivered synchronously inside willEnterForeground.
+            #expect(h.delegate.deliveries.count == 1)
+            let batch = try #require(h.delegate.deliveries.first)
+            #expect(batch.count == held)
+            #expect(batch == batch.sorted { $0.timestamp < $1.timestamp })
+            #expect(await observer.value == batch)
+            try h.application.becomeActive()
+            await h.settle()
+            await h.play(50..<52)
+            #expect(h.delegate.deliveries.count == 3)
+            #expect(h.delegate.deliveries[1] == [LocationFixtures.walk(50)])
+            #expect(h.manager.heldCount == 0)
+        }
+    }
+
+    @Test("duplicates (same time and position) are removed from the flushed batch")
+    func duplicatesRemoved() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: .init(interval: .seconds(1), desiredAccuracy: nil)))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            // A receiver repeating each fix: every acquisition hears a fix seen before.
+            for index in 0..<6 {
+                h.source.emit(LocationFixtures.walk(index / 2))
+                await Task.megaYield()
+                await h.clock.advance(by: .seconds(1))
+            }
+            try h.application.enterForeground()
+            #expect(h.delegate.deliveries == [LocationFixtures.walk(count: 3)])
+        }
+    }
+
+    @Test("overflow drops the oldest and tells the delegate how many, before the batch")
+    func overflowReported() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: .init(interval: .seconds(1), desiredAccuracy: nil), batchCapacity: 4))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            await h.play(0..<10)
+            #expect(h.manager.heldCount == 4)
+            #expect(h.manager.droppedCount == 6)
+            h.delegate.reset()
+            try h.application.enterForeground()
+            #expect(h.delegate.calls.first == .dropped(6))
+            #expect(h.delegate.deliveries == [LocationFixtures.walk(count: 4, from: 6)])
+        }
+    }
+
+    @Test("with background location mode the app is never suspended and gets live reduced fixes")
+    func backgroundLocationMode() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(allowsBackgroundLocationUpdates: true, reduced: Self.everyTenSeconds))
+            await h.start()
+            try h.application.enterBackground()
+            await h.settle()
+            h.delegate.reset()
+            await h.play(0..<60)
+            #expect(h.application.applicationState == .background)
+            #expect(h.delegate.deliveries.count == 6)
+            #expect(h.manager.heldCount == 0)
+            // Turning the mode off lets the grace period run out.
+            h.manager.allowsBackgroundLocationUpdates = false
+            #expect(h.application.applicationState == .suspended)
+        }
+    }
+
+    @Test("a journal survives the manager being dropped without shutdown and is delivered exactly once")
+    func journalSurvivesCrash() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let heldBeforeCrash = LocationFixtures.walk(count: 45).filter {
+            Int($0.timestamp.timeIntervalSince(LocationFixtures.epoch)) % 10 == 0
+        }
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds, journalPath: path))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            await h.play(0..<45)
+            #expect(h.manager.heldCount == 5)
+        }
+        // The process "restarts" in the suspended state it had.
+        try await serially {
+            let h = try Harness(configuration: .init(journalPath: path), launch: .suspended)
+            #expect(h.manager.heldCount == 5)
+            try h.application.enterForeground()
+            #expect(h.delegate.deliveries == [heldBeforeCrash])
+            try h.application.becomeActive()
+            #expect(h.delegate.deliveries.count == 1)
+        }
+        // A third start finds nothing left: exactly once.
+        try await serially {
+            let h = try Harness(configuration: .init(journalPath: path), launch: nil)
+            #expect(h.manager.heldCount == 0)
+            try h.application.transition(to: .active)
+            #expect(h.delegate.deliveries.isEmpty)
+        }
+    }
+
+    @Test("a journal restored at launch is delivered when the app launches straight into the foreground")
+    func journalOnLaunch() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 3)
+        do {
+            let (journal, _) = try LocationJournal.open(path: path)
+            try journal.append(contentsOf: fixes)
+        }
+        try await serially {
+            let h = try Harness(configuration: .init(journalPath: path), launch: nil)
+            try h.application.transition(to: .active)
+            #expect(h.delegate.deliveries == [fixes])
+        }
+    }
+
+    @Test("a corrupt journal tail reaches the delegate and the valid prefix is delivered")
+    func corruptJournalReported() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 4)
+        do {
+            let (journal, _) = try LocationJournal.open(path: path)
+            try journal.append(contentsOf: fixes)
+        }
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: try handle.seekToEnd() - 3)
+        try handle.close()
+        try await serially {
+            let h = try Harness(configuration: .init(journalPath: path), launch: .suspended)
+            #expect(h.delegate.errors.map(\.code) == [.journalCorrupt])
+            try h.application.enterForeground()
+            #expect(h.delegate.deliveries == [Array(fixes.prefix(3))])
+        }
+    }
+
+    @Test("fixes held again right after a flush stay in the journal")
+    func journalKeepsFixesAfterFlush() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds, journalPath: path))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            await h.play(0..<20)
+            try h.application.enterForeground()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            await h.play(20..<35)
+            #expect(h.manager.heldCount == 2, "\(h.manager.heldCount)")
+        }
+        let (_, contents) = try LocationJournal.open(path: path)
+        #expect(contents.locations.count == 2)
+    }
+}
