@@ -105,6 +105,9 @@ public final class LocationJournal: Sendable {
         }
     }
 
+    /// Whether some appended fixes still wait for `fsync`.
+    package var hasUnsyncedWrites: Bool { state.withLock { $0.unsyncedSince != nil } }
+
     /// How many records the journal holds.
     public var count: Int { state.withLock { $0.recordCount } }
 
@@ -317,22 +320,5 @@ public final class LocationJournal: Sendable {
             fixMode: mask & (1 << 10) == 0 ? nil : (flags & 2 != 0 ? .threeDimensional : .twoDimensional),
             satellitesUsed: satellites, source: source, isSimulated: flags & 1 != 0)
         return location.hasValidCoordinate ? location : nil
-    }
-}
-
-/// CRC-32 (IEEE 802.3, reflected, as in zlib), table-driven.
-enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { index in
-        var crc = UInt32(index)
-        for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        return crc
-    }
-
-    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        }
-        return ~crc
     }
 }

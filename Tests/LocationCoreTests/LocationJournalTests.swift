@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import LocationCore
 import LocationTesting
@@ -100,6 +101,42 @@ struct LocationJournalTests {
         } throws: { error in
             (error as? LocationError)?.code == .journalIO
                 && (error as? LocationError)?.message.contains("/nonexistent-dir/x.journal") == true
+        }
+    }
+}
+
+@Suite("Journal syncing", .serialized)
+struct LocationJournalSyncTests {
+    @Test("appended fixes are synced within the sync interval, with no further appends")
+    func syncsWithinInterval() async throws {
+        let directory = TemporaryDirectory()
+        try await serially {
+            let clock = TestClock()
+            let (journal, _) = try LocationJournal.open(
+                path: directory.file("held.journal"), syncInterval: .seconds(1), clock: clock)
+            try journal.append(LocationFixtures.walk(0))
+            #expect(journal.hasUnsyncedWrites)
+            await clock.advance(by: .milliseconds(999))
+            #expect(journal.hasUnsyncedWrites)
+            await clock.advance(by: .milliseconds(1))
+            #expect(!journal.hasUnsyncedWrites)
+        }
+    }
+
+    @Test("a steady stream of appends is synced at least once per interval")
+    func syncsUnderLoad() async throws {
+        let directory = TemporaryDirectory()
+        try await serially {
+            let clock = TestClock()
+            let (journal, _) = try LocationJournal.open(
+                path: directory.file("held.journal"), syncInterval: .seconds(1), clock: clock)
+            for index in 0..<10 {
+                try journal.append(LocationFixtures.walk(index))
+                await clock.advance(by: .milliseconds(400))
+                try journal.append(LocationFixtures.walk(index))
+                await clock.advance(by: .milliseconds(600))
+                #expect(!journal.hasUnsyncedWrites)
+            }
         }
     }
 }
