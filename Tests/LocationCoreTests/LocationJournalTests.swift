@@ -18,6 +18,15 @@ final class TemporaryDirectory: Sendable {
     }
 
     func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes a journal named `held.journal` holding `fixes`; returns its path.
+    func journal(holding fixes: [Location]) throws -> String {
+        let path = file("held.journal")
+        let (journal, _) = try LocationJournal.open(path: path)
+        try journal.append(contentsOf: fixes)
+        journal.close()
+        return path
+    }
 }
 
 @Suite("Journal file")
@@ -45,12 +54,8 @@ struct LocationJournalTests {
     @Test("a truncated tail is reported, cut off, and the valid prefix kept", arguments: [1, 7, 40, 80])
     func truncatedTail(cut: Int) throws {
         let directory = TemporaryDirectory()
-        let path = directory.file("held.journal")
         let fixes = LocationFixtures.walk(count: 10)
-        do {
-            let (journal, _) = try LocationJournal.open(path: path)
-            try journal.append(contentsOf: fixes)
-        }
+        let path = try directory.journal(holding: fixes)
         var data = try Data(contentsOf: URL(fileURLWithPath: path))
         data.removeLast(cut)
         try data.write(to: URL(fileURLWithPath: path))
@@ -69,12 +74,8 @@ struct LocationJournalTests {
     @Test("a flipped byte mid-file fails the checksum and keeps the records before it")
     func corruptRecord() throws {
         let directory = TemporaryDirectory()
-        let path = directory.file("held.journal")
         let fixes = LocationFixtures.walk(count: 10)
-        do {
-            let (journal, _) = try LocationJournal.open(path: path)
-            try journal.append(contentsOf: fixes)
-        }
+        let path = try directory.journal(holding: fixes)
         var data = try Data(contentsOf: URL(fileURLWithPath: path))
         let recordSize = (data.count - 8) / 10
         data[8 + recordSize * 6 + 20] ^= 0x40

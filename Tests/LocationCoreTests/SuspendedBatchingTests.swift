@@ -150,12 +150,8 @@ struct SuspendedBatchingTests {
     @Test("a journal restored at launch is delivered when the app launches straight into the foreground")
     func journalOnLaunch() async throws {
         let directory = TemporaryDirectory()
-        let path = directory.file("held.journal")
         let fixes = LocationFixtures.walk(count: 3)
-        do {
-            let (journal, _) = try LocationJournal.open(path: path)
-            try journal.append(contentsOf: fixes)
-        }
+        let path = try directory.journal(holding: fixes)
         try await serially {
             let h = try Harness(configuration: .init(journalPath: path), launch: nil)
             try h.application.transition(to: .active)
@@ -166,12 +162,8 @@ struct SuspendedBatchingTests {
     @Test("a corrupt journal tail reaches the delegate and the valid prefix is delivered")
     func corruptJournalReported() async throws {
         let directory = TemporaryDirectory()
-        let path = directory.file("held.journal")
         let fixes = LocationFixtures.walk(count: 4)
-        do {
-            let (journal, _) = try LocationJournal.open(path: path)
-            try journal.append(contentsOf: fixes)
-        }
+        let path = try directory.journal(holding: fixes)
         let handle = try #require(FileHandle(forWritingAtPath: path))
         try handle.truncate(atOffset: try handle.seekToEnd() - 3)
         try handle.close()
