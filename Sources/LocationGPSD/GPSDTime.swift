@@ -8,9 +8,9 @@ struct GPSDTime: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Nanoseconds within the second.
     var nanoseconds: Int64
 
-    /// The time as a `Date`.
+    /// The time as a `Date`, built from the 2001 reference date (Date's own base) to keep precision.
     var date: Date {
-        Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
+        Date(timeIntervalSinceReferenceDate: Double(seconds - 978_307_200) + Double(nanoseconds) / 1e9)
     }
 
     static func < (lhs: GPSDTime, rhs: GPSDTime) -> Bool {
