@@ -21,11 +21,16 @@ static inline int cgps_send(struct gps_data_t *data, const char *command) {
     return gps_send(data, "%s", command);
 }
 
-/* gps_read gained its message buffer parameters in API 7. */
-static inline int cgps_read(struct gps_data_t *data) {
+/*
+ * Reads one line; gps_read gained its message buffer parameters in API 7. Older libgps cannot hand the
+ * line back, so `message` is then left as "{}" (the line is assumed to be JSON).
+ */
+static inline int cgps_read(struct gps_data_t *data, char *message, int message_len) {
 #if GPSD_API_MAJOR_VERSION >= 7
-    return gps_read(data, NULL, 0);
+    if (message_len > 0) message[0] = '\0';
+    return gps_read(data, message, message_len);
 #else
+    if (message_len > 2) { message[0] = '{'; message[1] = '}'; message[2] = '\0'; }
     return gps_read(data);
 #endif
 }

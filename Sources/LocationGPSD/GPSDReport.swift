@@ -10,6 +10,18 @@ enum GPSDReport: Sendable, Equatable {
     case other
 }
 
+extension GPSDReport {
+    /// Whether this is coherent data from a receiver (a no-fix TPV, a complete fix, or a SKY), the kind
+    /// of message that shows gpsd is working again after an outage; handshakes and broken TPVs are not.
+    var isReceiverData: Bool {
+        switch self {
+        case .fix(let fix): !fix.hasFix || (fix.time != nil && fix.latitude != nil && fix.longitude != nil)
+        case .sky: true
+        case .other: false
+        }
+    }
+}
+
 /// The fields of one TPV report that a ``Location`` needs.
 struct GPSDFix: Sendable, Equatable {
     /// 0 = not seen, 1 = no fix, 2 = 2D, 3 = 3D.

@@ -15,11 +15,13 @@ struct GPSDSession: ~Copyable {
         case message(GPSDReport)
         /// Only part of a line has arrived; wait for the socket before reading again.
         case partial
-        /// The connection failed or gpsd closed it.
+        /// The connection failed or gpsd closed it, or the peer sent something that is not gpsd JSON.
         case failed(LocationError)
     }
 
     private let data: UnsafeMutablePointer<gps_data_t>
+    /// libgps copies each line it reads here, so lines that are not gpsd JSON can be recognised.
+    private let line: UnsafeMutableBufferPointer<CChar>
     private let endpoint: String
 
     /// Connects to gpsd; throws `.sourceUnavailable` with libgps's reason when it cannot.
@@ -37,11 +39,14 @@ struct GPSDSession: ~Copyable {
                 .sourceUnavailable, "cannot connect to gpsd at \(host):\(port): \(Self.describe(code))")
         }
         self.data = data
+        line = .allocate(capacity: 512)
+        line.initialize(repeating: 0)
     }
 
     deinit {
         gps_close(data)
         data.deallocate()
+        line.deallocate()
     }
 
     /// Closes the connection now (the same as letting the session go out of scope).
@@ -80,14 +85,29 @@ struct GPSDSession: ~Copyable {
     func read() -> ReadResult {
         data.pointee.set = 0
         errno = 0
-        let count = cgps_read(data)
+        let count = cgps_read(data, line.baseAddress, Int32(line.count))
         if count < 0 {
             let code = cgps_errno()
             let reason = code == 0 ? "gpsd closed the connection" : "read failed: \(Self.describe(code))"
             return .failed(LocationError(.sourceFailed, "gpsd at \(endpoint): \(reason)"))
         }
         if count == 0 { return .partial }
+        // gpsd speaks JSON objects only; anything else means the peer is not gpsd (or is broken).
+        let first = line.first { $0 != 0x20 && $0 != 0x09 } ?? 0
+        guard first == CChar(UInt8(ascii: "{")) else {
+            return .failed(LocationError(
+                .sourceFailed, "the peer at \(endpoint) is not speaking gpsd's JSON protocol; it sent \(quotedLine())"))
+        }
         return .message(decode())
+    }
+
+    /// The start of the last line read, quoted and escaped for an error message.
+    private func quotedLine() -> String {
+        let bytes = line.prefix { $0 != 0 }.prefix(60).map { UInt8(bitPattern: $0) }
+        let text = String(decoding: bytes, as: UTF8.self).unicodeScalars
+            .map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? String($0) : $0.escaped(asASCII: true) }
+            .joined()
+        return "\"\(text)\(bytes.count == 60 ? "…" : "")\""
     }
 
     /// Turns what the last read set into a report, reading fields in place (never copying the struct).

@@ -163,7 +163,8 @@ final class GPSDStreamWorker: Sendable {
             case .message(let report):
                 state.messagesRead.add(1, ordering: .relaxed)
                 lastMessage = clock.now
-                if !flowing {
+                // Handshake messages alone do not end an outage: only receiver data does.
+                if !flowing, report.isReceiverData {
                     flowing = true
                     backoff.reset()
                     state.endOutage()
