@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "LocationCore", targets: ["LocationCore"]),
         .library(name: "LocationTesting", targets: ["LocationTesting"]),
+        .library(name: "LocationGPSD", targets: ["LocationGPSD"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -26,6 +27,19 @@ let package = Package(
         .executableTarget(
             name: "location-bench",
             dependencies: ["LocationCore", "LocationTesting"]
+        ),
+        .systemLibrary(
+            name: "CGPS",
+            pkgConfig: "libgps",
+            providers: [.apt(["libgps-dev"])]
+        ),
+        .target(
+            name: "LocationGPSD",
+            dependencies: ["LocationCore", "CGPS"]
+        ),
+        .testTarget(
+            name: "LocationGPSDTests",
+            dependencies: ["LocationGPSD", "LocationCore"]
         ),
         .testTarget(
             name: "LocationCoreTests",

@@ -1,0 +1,79 @@
+/*
+ * What Swift cannot import from <gps.h>, and the differences between libgps API versions, in one place.
+ * Swift code calls only these cgps_* functions and the plain functions and fields of gps.h.
+ */
+#ifndef CGPS_SHIM_H
+#define CGPS_SHIM_H
+
+#include <gps.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#if GPSD_API_MAJOR_VERSION < 9
+#error "libgps API 9 (gpsd 3.20) or newer is required: fix.time must be a timespec"
+#endif
+
+/* gps_send is variadic, which Swift cannot call: send one ready-made command line. */
+static inline int cgps_send(struct gps_data_t *data, const char *command) {
+    return gps_send(data, "%s", command);
+}
+
+/*
+ * Reads one line; gps_read gained its message buffer parameters in API 7. Older libgps cannot hand the
+ * line back, so `message` is then left as "{}" (the line is assumed to be JSON).
+ */
+static inline int cgps_read(struct gps_data_t *data, char *message, int message_len) {
+#if GPSD_API_MAJOR_VERSION >= 7
+    if (message_len > 0) message[0] = '\0';
+    return gps_read(data, message, message_len);
+#else
+    if (message_len > 2) { message[0] = '{'; message[1] = '}'; message[2] = '\0'; }
+    return gps_read(data);
+#endif
+}
+
+/* The error code gps_open leaves in errno on failure (negative for libgps's own codes). */
+static inline int cgps_errno(void) { return errno; }
+
+/* The fix status moved from gps_data_t into gps_fix_t in API 10. */
+static inline int cgps_fix_status(const struct gps_data_t *data) {
+#if GPSD_API_MAJOR_VERSION >= 10
+    return data->fix.status;
+#else
+    return data->status;
+#endif
+}
+
+/* The fix time as seconds and nanoseconds since 1970 (UTC). Zero when the TPV carried no time. */
+static inline int64_t cgps_fix_time_seconds(const struct gps_data_t *data) {
+    return (int64_t)data->fix.time.tv_sec;
+}
+static inline int64_t cgps_fix_time_nanoseconds(const struct gps_data_t *data) {
+    return (int64_t)data->fix.time.tv_nsec;
+}
+
+/* Altitudes: altMSL/altHAE exist since API 9 (gpsd 3.20); before that only the deprecated altitude. */
+static inline double cgps_fix_alt_msl(const struct gps_data_t *data) { return data->fix.altMSL; }
+static inline double cgps_fix_alt_hae(const struct gps_data_t *data) { return data->fix.altHAE; }
+
+/* The device path of the last report, NUL-terminated inside the struct (may be empty). */
+static inline const char *cgps_device_path(const struct gps_data_t *data) { return data->dev.path; }
+
+/* The `set` mask bits we test, as plain constants (UNION_SET and friends are macros Swift drops). */
+static const uint64_t CGPS_MODE_SET = MODE_SET;
+static const uint64_t CGPS_TIME_SET = TIME_SET;
+static const uint64_t CGPS_SATELLITE_SET = SATELLITE_SET;
+static const uint64_t CGPS_VERSION_SET = VERSION_SET;
+static const uint64_t CGPS_ERROR_SET = ERROR_SET;
+static const uint64_t CGPS_DEVICE_SET = DEVICE_SET;
+static const uint64_t CGPS_DEVICELIST_SET = DEVICELIST_SET;
+
+/* Stream flags. */
+static const unsigned int CGPS_WATCH_ENABLE_JSON = WATCH_ENABLE | WATCH_JSON;
+static const unsigned int CGPS_WATCH_ENABLE_JSON_DEVICE = WATCH_ENABLE | WATCH_JSON | WATCH_DEVICE;
+static const unsigned int CGPS_WATCH_DISABLE = WATCH_DISABLE;
+
+#endif

@@ -1,0 +1,33 @@
+import LocationCore
+import Synchronization
+
+/// What one ``GPSDLocationSource`` remembers across its connections and acquisitions.
+final class GPSDSourceState: Sendable {
+    private struct Shared: Sendable {
+        var inOutage = false
+        var lastDelivered: GPSDTime?
+    }
+
+    private let shared = Mutex(Shared())
+    /// gpsd messages read over all connections, for statistics and the duty-cycle check.
+    let messagesRead = Atomic<Int>(0)
+
+    /// The fix time of the last location delivered by any connection of this source.
+    var lastDelivered: GPSDTime? {
+        get { shared.withLock { $0.lastDelivered } }
+        set { shared.withLock { $0.lastDelivered = newValue } }
+    }
+
+    /// Marks the start of an outage; returns `true` only for the first failure of an outage.
+    func beginOutage() -> Bool {
+        shared.withLock { state in
+            defer { state.inOutage = true }
+            return !state.inOutage
+        }
+    }
+
+    /// Marks that data flows again.
+    func endOutage() {
+        shared.withLock { $0.inOutage = false }
+    }
+}

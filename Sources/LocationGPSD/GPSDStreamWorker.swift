@@ -1,0 +1,200 @@
+import Foundation
+import LocationCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads gpsd on a dedicated thread: connect, WATCH, decode, merge epochs, reconnect, watchdog.
+///
+/// `gps_waiting` blocks, so the work runs on its own `Thread`, never on the Swift cooperative pool.
+/// The libgps session is created, used and closed on that thread only. ``stop()`` may be called from
+/// anywhere: it sets a flag and writes to a wake pipe that every wait polls together with the socket,
+/// so the thread leaves at once, disables the WATCH and closes the connection, with no periodic wake-ups.
+final class GPSDStreamWorker: Sendable {
+    private enum PumpOutcome {
+        case stopped
+        case failed(LocationError)
+    }
+
+    private enum WaitResult {
+        case readable
+        case timedOut
+        case stopRequested
+        case failed(Int32)
+    }
+
+    private let configuration: GPSDConfiguration
+    private let reconnects: Bool
+    private let state: GPSDSourceState
+    private let stopRequested = Atomic<Bool>(false)
+    private let wakeReader: Int32
+    private let wakeWriter: Int32
+
+    /// Creates a worker; with `reconnects` false the first failure ends it (for one-shot requests).
+    init(configuration: GPSDConfiguration, reconnects: Bool, state: GPSDSourceState) throws(LocationError) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw LocationError(
+                .sourceFailed, "cannot create the wake pipe for gpsd at \(configuration.endpoint): "
+                    + String(cString: strerror(errno)))
+        }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        self.configuration = configuration
+        self.reconnects = reconnects
+        self.state = state
+        self.wakeReader = fds[0]
+        self.wakeWriter = fds[1]
+    }
+
+    deinit {
+        close(wakeReader)
+        close(wakeWriter)
+    }
+
+    /// Starts the thread. `sink` gets every event; `finish` is called once when the thread ends, with
+    /// the failure that ended it (only without reconnection) or `nil`.
+    func start(
+        sink: @escaping @Sendable (LocationSourceEvent) -> Void,
+        finish: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        let thread = Thread { [self] in
+            finish(self.run(sink))
+        }
+        thread.name = "gpsd \(configuration.endpoint)"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Asks the thread to disable the WATCH, close the connection and end. Safe to call repeatedly.
+    func stop() {
+        guard !stopRequested.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var byte: UInt8 = 1
+        _ = write(wakeWriter, &byte, 1)
+    }
+
+    private var isStopping: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
+
+    /// The thread's body; returns the error that ends a non-reconnecting worker.
+    private func run(_ sink: @escaping @Sendable (LocationSourceEvent) -> Void) -> LocationError? {
+        var merger = EpochMerger(fallbackSource: configuration.devicePath, lastDelivered: state.lastDelivered)
+        var backoff = ReconnectBackoff(
+            initial: configuration.reconnectDelay, maximum: configuration.maximumReconnectDelay)
+        let emit: (inout EpochMerger, [LocationSourceEvent]) -> Void = { merger, events in
+            guard !events.isEmpty else { return }
+            for event in events { sink(event) }
+            self.state.lastDelivered = merger.lastDelivered
+        }
+        sink(.status(.connecting))
+        while !isStopping {
+            let failure: LocationError
+            do throws(LocationError) {
+                let session = try GPSDSession(host: configuration.host, port: configuration.port)
+                try session.watch(devicePath: configuration.devicePath)
+                switch pump(session, &merger, &backoff, emit) {
+                case .stopped:
+                    session.unwatch()
+                    emit(&merger, merger.flush())
+                    return nil
+                case .failed(let error):
+                    failure = error
+                }
+            } catch {
+                failure = error
+            }
+            emit(&merger, merger.reset())
+            if !reconnects { return failure }
+            if state.beginOutage() {
+                sink(.status(.unavailable))
+                sink(.error(failure))
+            }
+            if case .stopRequested = wait(for: nil, timeout: backoff.nextDelay()) { break }
+        }
+        return nil
+    }
+
+    /// Reads one connection until it fails or the worker stops.
+    private func pump(
+        _ session: borrowing GPSDSession,
+        _ merger: inout EpochMerger,
+        _ backoff: inout ReconnectBackoff,
+        _ emit: (inout EpochMerger, [LocationSourceEvent]) -> Void
+    ) -> PumpOutcome {
+        let clock = ContinuousClock()
+        var lastMessage = clock.now
+        var mustPollSocket = false
+        var flowing = false
+        while !isStopping {
+            // After a partial line libgps still holds bytes and gps_waiting would say yes at once:
+            // wait for the socket instead of spinning.
+            if mustPollSocket || !session.isWaiting() {
+                var deadline = lastMessage + configuration.watchdogTimeout
+                if merger.hasPending { deadline = min(deadline, lastMessage + configuration.epochSettle) }
+                switch wait(for: session.fileDescriptor, timeout: clock.now.duration(to: deadline)) {
+                case .stopRequested:
+                    return .stopped
+                case .failed(let code):
+                    return .failed(LocationError(
+                        .sourceFailed, "waiting for gpsd at \(configuration.endpoint) failed: "
+                            + String(cString: strerror(code))))
+                case .timedOut:
+                    let now = clock.now
+                    if merger.hasPending, now >= lastMessage + configuration.epochSettle {
+                        emit(&merger, merger.flush())
+                    }
+                    if now >= lastMessage + configuration.watchdogTimeout {
+                        return .failed(LocationError(
+                            .sourceFailed, "gpsd at \(configuration.endpoint) sent nothing for "
+                                + "\(configuration.watchdogTimeout.seconds) s (stalled gpsd or receiver); reconnecting"))
+                    }
+                    continue
+                case .readable:
+                    break
+                }
+            }
+            mustPollSocket = false
+            switch session.read() {
+            case .message(let report):
+                state.messagesRead.add(1, ordering: .relaxed)
+                lastMessage = clock.now
+                // Handshake messages alone do not end an outage: only receiver data does.
+                if !flowing, report.isReceiverData {
+                    flowing = true
+                    backoff.reset()
+                    state.endOutage()
+                }
+                emit(&merger, merger.accept(report))
+            case .partial:
+                mustPollSocket = true
+            case .failed(let error):
+                emit(&merger, merger.flush())
+                return .failed(error)
+            }
+        }
+        return .stopped
+    }
+
+    /// Waits until `socket` is readable, the timeout passes, or ``stop()`` is called.
+    private func wait(for socket: Int32?, timeout: Duration) -> WaitResult {
+        var fds = [pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)]
+        if let socket { fds.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
+        let milliseconds = Int32(clamping: Int64(max(0, (timeout.seconds * 1000).rounded(.up))))
+        while true {
+            if isStopping { return .stopRequested }
+            let ready = poll(&fds, nfds_t(fds.count), milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return .failed(errno)
+            }
+            if ready == 0 { return .timedOut }
+            if fds[0].revents != 0 || isStopping { return .stopRequested }
+            return .readable
+        }
+    }
+}

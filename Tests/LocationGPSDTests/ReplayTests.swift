@@ -1,0 +1,78 @@
+import Foundation
+import LocationCore
+import Testing
+@testable import LocationGPSD
+
+/// Each real capture replayed through a real gpsd must come out as gpsd's own oracle says.
+@Suite("gpsd replay against the .chk oracle", .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+struct ReplayTests {
+    static let captures: [(name: String, cycle: Double)] = [
+        ("rst39.log", 0.05), ("magellan-ec10.log", 0.05), ("skytraq.log", 0.05), ("haicom-305N.log", 0.05),
+        ("quectel.log", 0.05), ("nmea-rtk.log", 0.05), ("ublox-neo-m9n-nmea.log", 0.02),
+    ]
+
+    @Test(.timeLimit(.minutes(2)), arguments: captures.map(\.name))
+    func capture(_ name: String) async throws {
+        let cycle = Self.captures.first { $0.name == name }!.cycle
+        let expected = try TestData.expectedFixes(name)
+        let lines = try String(contentsOf: TestData.log(name)!, encoding: .utf8).split(whereSeparator: \.isNewline).count
+        let fake = try GPSFake(log: TestData.log(name)!, cycle: cycle)
+        defer { fake.stop() }
+        try await fake.waitUntilAccepting()
+        let source = try GPSDLocationSource(configuration: GPSDConfiguration(
+            host: "127.0.0.1", port: fake.port, watchdogTimeout: .seconds(3), epochSettle: .milliseconds(300)))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        // The replay takes lines × cycle; after the last line gpsd goes quiet and the watchdog fires.
+        let replay = Duration.seconds(Double(lines) * cycle)
+        await recorder.wait(timeout: replay * 2 + .seconds(15)) { recorder in
+            if let last = expected.last,
+                recorder.locations.contains(where: { abs($0.timestamp.timeIntervalSince(last.time)) < 0.001 }) {
+                return true
+            }
+            return recorder.errors.contains { $0.code == .sourceFailed }
+        }
+        await recorder.stop()
+
+        let delivered = recorder.locations
+        func oracle(at time: Date) -> TestData.ExpectedFix? {
+            expected.first { abs($0.time.timeIntervalSince(time)) < 0.001 }
+        }
+        // One location per epoch, in order, never repeated.
+        let times = delivered.map(\.timestamp)
+        let ordered = zip(times, times.dropFirst()).allSatisfy { $0 < $1 }
+        #expect(ordered, "\(name): epochs repeated or out of order")
+        for location in delivered {
+            guard let fix = oracle(at: location.timestamp) else {
+                Issue.record("\(name): delivered a fix at \(RFC3339.string(from: location.timestamp)) the oracle does not have")
+                continue
+            }
+            let samePosition = abs(location.latitude - fix.latitude) < 1e-7 && abs(location.longitude - fix.longitude) < 1e-7
+            #expect(samePosition,
+                "\(name): position at \(RFC3339.string(from: location.timestamp))")
+            #expect(location.fixMode != nil)
+            #expect(location.source?.hasPrefix("/dev/") == true, "\(name): source is the gpsd device path")
+        }
+        if expected.isEmpty {
+            let none = delivered.isEmpty
+            #expect(none, "\(name): a capture without fixes must deliver nothing")
+        } else {
+            // gpsd drops the sentences sent before our WATCH took effect; from the first delivered
+            // epoch on, every epoch must arrive.
+            let firstDelivered = delivered.first?.timestamp ?? .distantFuture
+            let missing = expected.filter { fix in
+                !delivered.contains { abs($0.timestamp.timeIntervalSince(fix.time)) < 0.001 }
+            }
+            let missedLater = missing.filter { $0.time > firstDelivered }
+            #expect(missedLater.isEmpty,
+                "\(name): \(missedLater.count) epochs missing after the stream began")
+            #expect(delivered.count * 2 >= expected.count,
+                "\(name): only \(delivered.count) of \(expected.count) epochs delivered")
+            if let last = expected.last {
+                let lastArrived = delivered.last.map { abs($0.timestamp.timeIntervalSince(last.time)) < 0.001 } ?? false
+                #expect(lastArrived, "\(name): the last epoch arrives")
+            }
+        }
+        print("\(name): delivered \(delivered.count) of \(expected.count) epochs, \(source.messagesRead) messages read")
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import LocationCore
+import Testing
+@testable import LocationGPSD
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The source against a real gpsd that dies, comes back, or stalls.
+@Suite("gpsd outages", .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+struct ResilienceTests {
+    static func configuration(port: Int, watchdog: Duration = .seconds(3)) -> GPSDConfiguration {
+        GPSDConfiguration(
+            host: "127.0.0.1", port: port, reconnectDelay: .milliseconds(100),
+            maximumReconnectDelay: .milliseconds(800), watchdogTimeout: watchdog, epochSettle: .milliseconds(300))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func recoversWhenGPSDIsKilledAndRestarted() async throws {
+        // nmea-rtk's fixes are from 2020, rst39's (after gpsd's week shift) from 2033: the second gpsd's
+        // fixes are newer, as a real receiver's would be.
+        let first = try GPSFake(log: TestData.log("nmea-rtk.log")!)
+        defer { first.stop() }
+        try await first.waitUntilAccepting()
+        let source = try GPSDLocationSource(configuration: Self.configuration(port: first.port))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        defer { Task { await recorder.stop() } }
+
+        let streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 10 }
+        try #require(streaming, "fixes flow from the first gpsd")
+        #expect(first.signalDaemon(SIGKILL), "gpsd was found and killed")
+        _ = await first.waitForExit(timeout: .seconds(10))
+        first.stop()
+        let noticed = await recorder.wait(timeout: .seconds(10)) { !$0.errors.isEmpty }
+        #expect(noticed, "the outage is reported")
+        let deliveredBefore = recorder.locations.count
+
+        // Let a few reconnection attempts fail before gpsd comes back.
+        try await Task.sleep(for: .seconds(1))
+        let second = try GPSFake(log: TestData.log("rst39.log")!, port: first.port)
+        defer { second.stop() }
+        try await second.waitUntilAccepting()
+        let clock = ContinuousClock()
+        let back = clock.now
+        let recovered = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= deliveredBefore + 5 }
+        let recoveryTime = back.duration(to: clock.now)
+        await recorder.stop()
+
+        #expect(recovered, "fixes flow again from the restarted gpsd without any help")
+        let errors = recorder.errors
+        #expect(errors.count == 1, "one error for the outage, got \(errors)")
+        #expect(errors.first?.code == .sourceFailed)
+        let events = recorder.events
+        let errorIndex = events.firstIndex { if case .error = $0 { true } else { false } } ?? 0
+        #expect(events[errorIndex...].contains(.status(.unavailable)) || events[..<errorIndex].contains(.status(.unavailable)))
+        #expect(events[errorIndex...].contains(.status(.hasFix)), "recovery is announced")
+        let times = recorder.locations.map(\.timestamp)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no fix is delivered twice or out of order")
+        print("gpsd restart: first fix \(recoveryTime) after gpsd accepted again (includes gpsfake start-up)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func watchdogFiresWhenGPSDIsStopped() async throws {
+        let fake = try GPSFake(log: TestData.log("ublox-neo-m9n-nmea.log")!)
+        defer { fake.stop() }
+        try await fake.waitUntilAccepting()
+        let source = try GPSDLocationSource(configuration: Self.configuration(port: fake.port, watchdog: .seconds(1)))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        defer { Task { await recorder.stop() } }
+
+        let streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 2 }
+        try #require(streaming, "fixes flow before gpsd is stopped")
+        // Start-up pauses of gpsfake may already have tripped the 1 s watchdog; count from here.
+        let earlier = recorder.errors.count
+        #expect(fake.signalDaemon(SIGSTOP), "gpsd was found and stopped")
+        let fired = await recorder.wait(timeout: .seconds(10)) { $0.errors.count > earlier }
+        #expect(fired, "the watchdog notices a silent gpsd")
+        // While gpsd stays stopped, reconnections time out again and again, but the outage is one.
+        try await Task.sleep(for: .seconds(2.5))
+        let errors = recorder.errors.dropFirst(earlier)
+        #expect(errors.count == 1, "one error per outage, got \(errors)")
+        #expect(errors.first?.code == .sourceFailed)
+        #expect(errors.first?.message.contains("sent nothing") == true, "\(errors)")
+
+        let deliveredBefore = recorder.locations.count
+        fake.signalDaemon(SIGCONT)
+        let resumed = await recorder.wait(timeout: .seconds(20)) { $0.locations.count > deliveredBefore }
+        await recorder.stop()
+        #expect(resumed, "fixes flow again once gpsd continues")
+        #expect(recorder.errors.count == earlier + 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func reportsFixLossAndRecoveryFromTheReceiver() async throws {
+        // quectel goes fix -> no fix -> fix.
+        let fake = try GPSFake(log: TestData.log("quectel.log")!)
+        defer { fake.stop() }
+        try await fake.waitUntilAccepting()
+        let source = try GPSDLocationSource(configuration: Self.configuration(port: fake.port))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        let expected = try TestData.expectedFixes("quectel.log")
+        await recorder.wait(timeout: .seconds(40)) { recorder in
+            recorder.locations.contains { abs($0.timestamp.timeIntervalSince(expected.last!.time)) < 0.001 }
+        }
+        await recorder.stop()
+        let events = recorder.events
+        let lost = events.firstIndex { if case .error(let error) = $0 { error.code == .fixLost } else { false } }
+        try #require(lost != nil, "the fix loss is reported")
+        #expect(events[..<lost!].last == .status(.noFix), "no-fix status precedes the fix-lost error")
+        #expect(events[lost!...].contains(.status(.hasFix)), "the fix coming back is reported")
+        let after = events[lost!...].compactMap { if case .location(let location) = $0 { location } else { nil } }
+        #expect(!after.isEmpty, "fixes are delivered again")
+    }
+}

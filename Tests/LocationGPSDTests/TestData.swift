@@ -1,0 +1,54 @@
+import Foundation
+import LocationCore
+
+/// The shared real-data folder beside the package root, and gpsd's expected output for each capture.
+enum TestData {
+    /// `../shared/testdata/gpsd` beside the package root, when present.
+    static let gpsdFolder: URL? = {
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let folder = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/testdata/gpsd")
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("MANIFEST.tsv").path) else {
+            print("SKIPPING gpsd capture tests: test data not found at \(folder.path)")
+            return nil
+        }
+        return folder
+    }()
+
+    /// A capture's path.
+    static func log(_ name: String) -> URL? {
+        gpsdFolder?.appendingPathComponent(name)
+    }
+
+    /// One epoch gpsd's oracle reports with a fix.
+    struct ExpectedFix: Sendable, Hashable {
+        var time: Date
+        var latitude: Double
+        var longitude: Double
+    }
+
+    /// The fixes of `name.chk`: one per distinct time among TPVs with mode ≥ 2, time and position.
+    static func expectedFixes(_ name: String) throws -> [ExpectedFix] {
+        guard let url = log(name + ".chk") else { return [] }
+        let text = try String(contentsOf: url, encoding: .utf8)
+        var byTime: [Date: ExpectedFix] = [:]
+        for line in text.split(whereSeparator: \.isNewline) where line.hasPrefix("{\"class\":\"TPV\"") {
+            // gpsd's JSON is flat for the fields used here; Foundation's parser rejects some lines.
+            guard let modeText = field("mode", in: line), let mode = Int(modeText), mode >= 2,
+                let timeText = field("time", in: line), let time = RFC3339.parse(timeText)?.date,
+                let latitude = field("lat", in: line).flatMap(Double.init),
+                let longitude = field("lon", in: line).flatMap(Double.init)
+            else { continue }
+            byTime[time] = ExpectedFix(time: time, latitude: latitude, longitude: longitude)
+        }
+        return byTime.values.sorted { $0.time < $1.time }
+    }
+
+    /// The raw value of `"key":value` in one flat JSON line, without quotes.
+    private static func field(_ key: String, in line: Substring) -> String? {
+        guard let range = line.range(of: "\"\(key)\":") else { return nil }
+        let rest = line[range.upperBound...]
+        let end = rest.firstIndex(where: { $0 == "," || $0 == "}" }) ?? rest.endIndex
+        return String(rest[..<end]).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+}
