@@ -2,7 +2,7 @@ import CLibXML2
 import Foundation
 import LocationCore
 
-/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:final:)``, finished
+/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:)`` and ``finish()``, finished
 /// points come out in ``pending``.
 ///
 /// Security: the context is created without `XML_PARSE_NOENT`, `XML_PARSE_DTDLOAD`, `XML_PARSE_DTDVALID`
@@ -39,6 +39,12 @@ final class GPXParser {
     private var textCount = 0
     private var textCapacity = 256
     private static let maxTextLength = 1 << 16
+    private static let maxDepth = 256
+
+    // Input bookkeeping.
+    private var head: [UInt8] = []  // the first bytes, until there are enough to detect the encoding
+    private var sawContent = false  // a byte other than XML whitespace was fed
+    private var atEnd = false  // in the final xmlParseChunk call
 
     // Entity-expansion guard: work done by the callbacks versus input bytes fed.
     private var fedBytes = 0
@@ -78,37 +84,73 @@ final class GPXParser {
         return point
     }
 
-    /// Parses the next bytes of the document; `final` marks the end of the input.
-    func feed(_ bytes: UnsafeRawBufferPointer, final: Bool) {
-        guard error == nil, !finished else { return }
+    /// Parses the next bytes of the document.
+    func feed(_ bytes: UnsafeRawBufferPointer) {
+        guard error == nil, !finished, !bytes.isEmpty else { return }
         fedBytes += bytes.count
+        if !sawContent {
+            sawContent = bytes.contains { !GPXNumber.isSpace($0) }
+        }
         var chunk = bytes
         if context == nil {
-            if chunk.isEmpty && final {
-                fail(.empty, line: nil, column: nil, "the file is empty")
+            // libxml2 detects the encoding (BOM, UTF-16, declaration) from the first four bytes.
+            if head.count + chunk.count < 4 {
+                head.append(contentsOf: chunk)
                 return
             }
-            // libxml2 detects the encoding (BOM, UTF-16, declaration) from the first bytes.
-            let head = UnsafeRawBufferPointer(rebasing: chunk.prefix(4))
-            guard let created = makeContext(head) else {
-                fail(.io, line: nil, column: nil, "libxml2 could not create a parser")
-                return
-            }
-            context = created
-            chunk = UnsafeRawBufferPointer(rebasing: chunk.dropFirst(head.count))
+            let needed = 4 - head.count
+            head.append(contentsOf: chunk.prefix(needed))
+            chunk = UnsafeRawBufferPointer(rebasing: chunk.dropFirst(needed))
+            guard createContext() else { return }
         }
+        parse(chunk, terminate: false)
+    }
+
+    /// Ends the input. Errors libxml2 raises now are caused by the end of the file: the document is
+    /// truncated (or empty).
+    func finish() {
+        guard error == nil, !finished else { return }
+        defer { finished = true }
+        guard sawContent else {
+            fail(.empty, line: nil, column: nil, fedBytes == 0 ? "the file is empty" : "the file holds only whitespace")
+            return
+        }
+        if context == nil {
+            guard createContext() else { return }
+        }
+        atEnd = true
+        parse(UnsafeRawBufferPointer(start: nil, count: 0), terminate: true)
+        guard error == nil else { return }
+        if !rootSeen {
+            fail(.malformedXML, "the file holds no XML element")
+        } else if !stack.isEmpty {
+            fail(.truncated, "the file ends inside <\(openElementName)> (truncated?)")
+        }
+    }
+
+    private func parse(_ chunk: UnsafeRawBufferPointer, terminate: Bool) {
         guard let context else { return }
         var offset = 0
         repeat {
             // xmlParseChunk takes an Int32 size; feed large buffers in pieces.
             let size = min(chunk.count - offset, 1 << 30)
-            let last = final && offset + size == chunk.count
+            let last = terminate && offset + size == chunk.count
             let base = chunk.baseAddress.map { $0.advanced(by: offset).assumingMemoryBound(to: CChar.self) }
             _ = xmlParseChunk(context, base, Int32(size), last ? 1 : 0)
             offset += size
             if error != nil { return }
         } while offset < chunk.count
-        if final { finish() }
+    }
+
+    private func createContext() -> Bool {
+        context = head.withUnsafeBytes { makeContext($0) }
+        if context == nil { fail(.io, line: nil, column: nil, "libxml2 could not create a parser") }
+        return context != nil
+    }
+
+    /// The name of the innermost open element, as libxml2 tracks it.
+    private var openElementName: String {
+        context?.pointee.name.map { String(cString: $0) } ?? "gpx"
     }
 
     private func makeContext(_ head: UnsafeRawBufferPointer) -> xmlParserCtxtPtr? {
@@ -128,13 +170,24 @@ final class GPXParser {
             guard let user, let error else { return }
             GPXParser.from(user).libxmlError(error.pointee)
         }
-        // Internal DTD subsets and their entities, as libxml2's own SAX2 handlers keep them. No
-        // externalSubset handler: external DTDs are never loaded.
-        sax.startDocument = xmlSAX2StartDocument
-        sax.internalSubset = xmlSAX2InternalSubset
-        sax.entityDecl = xmlSAX2EntityDecl
-        sax.getEntity = xmlSAX2GetEntity
-        sax.getParameterEntity = xmlSAX2GetParameterEntity
+        // Internal DTD subsets and their entities, kept by libxml2's own SAX2 handlers. Those take the
+        // parser context where our callbacks get `self`, hence the forwarding. No externalSubset handler:
+        // external DTDs are never loaded.
+        sax.startDocument = { user in
+            xmlSAX2StartDocument(GPXParser.from(user).contextPointer)
+        }
+        sax.internalSubset = { user, name, externalID, systemID in
+            xmlSAX2InternalSubset(GPXParser.from(user).contextPointer, name, externalID, systemID)
+        }
+        sax.entityDecl = { user, name, type, publicID, systemID, content in
+            xmlSAX2EntityDecl(GPXParser.from(user).contextPointer, name, type, publicID, systemID, content)
+        }
+        sax.getEntity = { user, name in
+            xmlSAX2GetEntity(GPXParser.from(user).contextPointer, name)
+        }
+        sax.getParameterEntity = { user, name in
+            xmlSAX2GetParameterEntity(GPXParser.from(user).contextPointer, name)
+        }
         sax.resolveEntity = { _, _, _ in nil }
 
         let user = Unmanaged.passUnretained(self).toOpaque()
@@ -147,6 +200,9 @@ final class GPXParser {
         xmlCtxtUseOptions(created, options)
         return created
     }
+
+    /// The parser context as libxml2's own SAX2 handlers expect it.
+    private var contextPointer: UnsafeMutableRawPointer? { context.map { UnsafeMutableRawPointer($0) } }
 
     @inline(__always) private static func from(_ user: UnsafeMutableRawPointer?) -> GPXParser {
         Unmanaged<GPXParser>.fromOpaque(user!).takeUnretainedValue()
@@ -175,32 +231,22 @@ final class GPXParser {
         let column = raised.int2 > 0 ? Int(raised.int2) : nil
         let code: GPXError.Code
         switch xmlParserErrors(UInt32(bitPattern: raised.code)) {
-        case XML_ERR_DOCUMENT_EMPTY:
-            code = .empty
-            message = "the file holds no XML document (\(message))"
         case XML_ERR_ENTITY_LOOP:
             code = .entityExpansion
             message = "entity expansion refused: \(message)"
-        case XML_ERR_DOCUMENT_END where !stack.isEmpty || !rootSeen, XML_ERR_TAG_NOT_FINISHED,
-            XML_ERR_LTSLASH_REQUIRED:
+        case _ where atEnd && rootSeen && !stack.isEmpty:
+            // Raised only because the input ended: everything before parsed.
             code = .truncated
-            let open = stack.last.map { " inside <\($0.name)>" } ?? ""
-            message = "the file ends\(open) before the document is complete (truncated?): \(message)"
+            // libxml2's own words at this point ("Extra content at the end of the document") mislead.
+            message = "the file ends inside <\(openElementName)> (truncated?)"
+        case XML_ERR_DOCUMENT_EMPTY where !rootSeen:
+            code = .malformedXML
+            message = "the file is not XML: no element where the document should start"
         default:
             code = .malformedXML
             message = "malformed XML: \(message)"
         }
         fail(code, line: line, column: column, message)
-    }
-
-    private func finish() {
-        finished = true
-        guard error == nil else { return }
-        if !rootSeen {
-            fail(.empty, line: nil, column: nil, "the file holds no XML document")
-        } else if let open = stack.last {
-            fail(.truncated, "the file ends inside <\(open.name)> (truncated?)")
-        }
     }
 
     // MARK: - Callbacks
@@ -214,6 +260,10 @@ final class GPXParser {
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
+        guard depth <= Self.maxDepth else {
+            fail(.malformedXML, "elements are nested more than \(Self.maxDepth) levels deep")
+            return
+        }
 
         if !rootSeen {
             rootSeen = true

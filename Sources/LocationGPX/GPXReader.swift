@@ -117,18 +117,20 @@ public final class GPXReader {
                 closeInput()
                 throw GPXError(.io, file: fileName, line: nil, column: nil, "cannot read the file: \(reason)")
             }
-            let final = count == 0
-            parser.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), final: final)
-            if final { closeInput() }
+            if count == 0 {
+                closeInput()
+                parser.finish()
+            } else {
+                parser.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            }
         case .memory(let bytes, let offset):
             let end = min(bytes.count, offset + chunkSize)
-            let final = end == bytes.count
             bytes.withUnsafeBytes { all in
-                parser.feed(UnsafeRawBufferPointer(rebasing: all[offset..<end]), final: final)
+                parser.feed(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
             }
-            input = final ? .done : .memory(bytes, offset: end)
+            input = end == bytes.count ? .done : .memory(bytes, offset: end)
         case .done:
-            parser.feed(UnsafeRawBufferPointer(start: nil, count: 0), final: true)
+            parser.finish()
         }
     }
 
