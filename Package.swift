@@ -54,6 +54,7 @@ let package = Package(
             name: "LocationGPXTests",
             dependencies: [
                 "LocationGPX",
+                "CLibXML2",
                 "LocationTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),

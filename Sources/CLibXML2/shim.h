@@ -6,5 +6,6 @@
 #include <libxml/parserInternals.h>
 #include <libxml/SAX2.h>
 #include <libxml/xmlerror.h>
+#include <libxml/xmlschemas.h>  // for the tests, which validate the writer's output
 
 #endif
