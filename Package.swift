@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "LocationCore", targets: ["LocationCore"]),
         .library(name: "LocationTesting", targets: ["LocationTesting"]),
         .library(name: "LocationGPSD", targets: ["LocationGPSD"]),
+        .library(name: "LocationGPX", targets: ["LocationGPX"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -23,6 +24,19 @@ let package = Package(
         .target(
             name: "LocationTesting",
             dependencies: ["LocationCore"]
+        ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
+        ),
+        .target(
+            name: "LocationGPX",
+            dependencies: ["LocationCore", "CLibXML2"]
+        ),
+        .executableTarget(
+            name: "gpx-bench",
+            dependencies: ["LocationCore", "LocationGPX"]
         ),
         .executableTarget(
             name: "location-bench",
@@ -45,6 +59,16 @@ let package = Package(
             name: "LocationCoreTests",
             dependencies: [
                 "LocationCore",
+                "LocationTesting",
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
+            ]
+        ),
+        .testTarget(
+            name: "LocationGPXTests",
+            dependencies: [
+                "LocationGPX",
+                "CLibXML2",
                 "LocationTesting",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
