@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 
 import PackageDescription
 
@@ -10,11 +10,17 @@ let package = Package(
         .library(name: "LocationTesting", targets: ["LocationTesting"]),
         .library(name: "LocationGPSD", targets: ["LocationGPSD"]),
         .library(name: "LocationGPX", targets: ["LocationGPX"]),
+        .library(name: "LocationService", targets: ["LocationService"]),
+        .executable(name: "locationctl", targets: ["locationctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
         .package(url: "https://github.com/pointfreeco/swift-concurrency-extras", from: "1.4.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -50,6 +56,26 @@ let package = Package(
         .target(
             name: "LocationGPSD",
             dependencies: ["LocationCore", "CGPS"]
+        ),
+        .target(
+            name: "LocationService",
+            dependencies: [
+                "LocationCore", "LocationGPX", "LocationGPSD",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .executableTarget(
+            name: "locationctl",
+            dependencies: [
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LocationServiceTests",
+            dependencies: ["LocationService", "LocationCore", "LocationTesting", "locationctl"]
         ),
         .testTarget(
             name: "LocationGPSDTests",

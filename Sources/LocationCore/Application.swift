@@ -306,6 +306,15 @@ public final class Application: Sendable {
         }
     }
 
+    /// Processes every deadline that has passed on the clock now, without waiting for the timer task.
+    ///
+    /// For a clock advanced by hand from data (a replay driving the lifecycle in track time), so that
+    /// the grace period and task expiry take effect before the next fix is handled.
+    public func processDueTimers() {
+        let generation = state.withLock { $0.timerGeneration }
+        timerFired(generation: generation)
+    }
+
     private func timerFired(generation: Int) {
         let handlers: [@Sendable () -> Void] = state.withLock { state in
             guard state.timerGeneration == generation, state.state == .background,

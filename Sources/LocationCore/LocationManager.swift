@@ -434,6 +434,7 @@ public final class LocationManager: Sendable {
             state.sourceTask = nil
             state.context = nil
             state.isUpdating = false
+            if let failure { enqueueError(failure) }
             let status: LocationSourceStatus = failure == nil ? .ended : .unavailable
             if state.sourceStatus != status {
                 state.sourceStatus = status
@@ -441,7 +442,6 @@ public final class LocationManager: Sendable {
                     delegate.locationManager(manager, didChangeSourceStatus: status)
                 }
             }
-            if let failure { enqueueError(failure) }
             defer { state.requests.removeAll() }
             return Array(state.requests.values)
         }
@@ -512,7 +512,13 @@ public final class LocationManager: Sendable {
             }
         }
         if let last = locations.last { state.lastAccepted = last }
-        if !locations.isEmpty { enqueueLocations(locations) }
+        if !locations.isEmpty {
+            let count = locations.count
+            enqueueDelegateCall { manager, delegate in
+                delegate.locationManager(manager, willDeliverHeldLocations: count)
+            }
+            enqueueLocations(locations)
+        }
         guard let journal, journal.count > 0 || !locations.isEmpty else { return }
         // Clear only after the delegate has the batch; keep anything held again since the flush.
         delivery.enqueue { [weak self] in

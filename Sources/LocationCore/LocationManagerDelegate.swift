@@ -13,6 +13,9 @@ public protocol LocationManagerDelegate: AnyObject, Sendable {
     func locationManager(_ manager: LocationManager, didChangeSourceStatus status: LocationSourceStatus)
     /// Held fixes were dropped because the batch was full; sent just before the batch is delivered.
     func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int)
+    /// The next `didUpdateLocations` call carries `count` held fixes, flushed because the app returned to
+    /// the foreground, rather than a live fix.
+    func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int)
 }
 
 extension LocationManagerDelegate {
@@ -20,4 +23,5 @@ extension LocationManagerDelegate {
     public func locationManager(_ manager: LocationManager, didChangeAccuracyPolicy policy: AccuracyPolicy) {}
     public func locationManager(_ manager: LocationManager, didChangeSourceStatus status: LocationSourceStatus) {}
     public func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int) {}
+    public func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int) {}
 }

@@ -15,6 +15,7 @@ public final class LocationSourceContext: Sendable {
         var mode: AcquisitionMode
         var waiters: [Int: CheckedContinuation<AcquisitionMode, Never>] = [:]
         var nextWaiterID = 0
+        var forwarders: [@Sendable (AcquisitionMode) -> Void] = []
     }
 
     private let state: Mutex<State>
@@ -39,13 +40,21 @@ public final class LocationSourceContext: Sendable {
 
     /// Changes the mode and wakes every source task waiting in ``nextMode(after:)``.
     public func setMode(_ mode: AcquisitionMode) {
-        let waiters = state.withLock { state -> [CheckedContinuation<AcquisitionMode, Never>] in
-            guard state.mode != mode else { return [] }
+        let (waiters, forwarders) = state.withLock {
+            state -> ([CheckedContinuation<AcquisitionMode, Never>], [@Sendable (AcquisitionMode) -> Void]) in
+            guard state.mode != mode else { return ([], []) }
             state.mode = mode
             defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
+            return (Array(state.waiters.values), state.forwarders)
         }
+        for forward in forwarders { forward(mode) }
         for waiter in waiters { waiter.resume(returning: mode) }
+    }
+
+    /// Calls `forward` synchronously with every later mode change, so a wrapping source can pass modes
+    /// to the source it wraps without an asynchronous hop.
+    package func forwardModeChanges(_ forward: @escaping @Sendable (AcquisitionMode) -> Void) {
+        state.withLock { $0.forwarders.append(forward) }
     }
 
     /// Waits until the mode differs from `mode` and returns the new one.

@@ -1,0 +1,129 @@
+import Foundation
+import LocationCore
+
+/// Writes ``ServiceEvent``s as JSON lines, by hand, because it is on the hot path of every replay.
+///
+/// Shapes (keys in this order, absent location fields omitted):
+/// - `{"type":"location", ...Location fields...}`
+/// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}`
+/// - `{"type":"batch","count":N,"reason":"foreground"}`
+/// - `{"type":"error","code":"...","message":"..."}`
+public enum JSONLineEncoder {
+    /// The event as one line, ending in `\n`.
+    public static func line(_ event: ServiceEvent) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(320)
+        append(event, to: &bytes)
+        return bytes
+    }
+
+    /// Appends the event as one line, ending in `\n`.
+    public static func append(_ event: ServiceEvent, to bytes: inout [UInt8]) {
+        switch event {
+        case .location(let location):
+            bytes.append(contentsOf: #"{"type":"location","#.utf8)
+            appendFields(of: location, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
+        case .state(let state):
+            let background = state == .background || state == .suspended
+            bytes.append(contentsOf: #"{"type":"state","state":""#.utf8)
+            bytes.append(contentsOf: state.rawValue.utf8)
+            bytes.append(contentsOf: #"","executingInBackground":"#.utf8)
+            bytes.append(contentsOf: (background ? "true" : "false").utf8)
+            bytes.append(contentsOf: #","policy":""#.utf8)
+            bytes.append(contentsOf: ServiceEvent.policy(for: state).rawValue.utf8)
+            bytes.append(contentsOf: "\"}\n".utf8)
+        case .batch(let count, let reason):
+            bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)
+            bytes.append(contentsOf: String(count).utf8)
+            bytes.append(contentsOf: #","reason":"#.utf8)
+            appendString(reason, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
+        case .error(let error):
+            bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
+            bytes.append(contentsOf: error.code.rawValue.utf8)
+            bytes.append(contentsOf: #"","message":"#.utf8)
+            appendString(error.message, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
+        }
+    }
+
+    /// A location as a JSON object without the `type` key (as `locationctl current --format json` prints it).
+    public static func object(_ location: Location) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        appendFields(of: location, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+
+    /// Appends `"key":value,...` for the location's present fields, in the data contract's order.
+    public static func appendFields(of location: Location, to bytes: inout [UInt8]) {
+        func number(_ key: String, _ value: Double?, comma: Bool = true) {
+            guard let value else { return }
+            if comma { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: key.utf8)
+            bytes.append(contentsOf: "\":".utf8)
+            appendNumber(value, to: &bytes)
+        }
+        number("latitude", location.latitude, comma: false)
+        number("longitude", location.longitude)
+        number("altitude", location.altitude)
+        number("ellipsoidalAltitude", location.ellipsoidalAltitude)
+        number("horizontalAccuracy", location.horizontalAccuracy)
+        number("verticalAccuracy", location.verticalAccuracy)
+        number("speed", location.speed)
+        number("speedAccuracy", location.speedAccuracy)
+        number("course", location.course)
+        number("courseAccuracy", location.courseAccuracy)
+        number("climb", location.climb)
+        bytes.append(contentsOf: #","timestamp":""#.utf8)
+        RFC3339.append(location.timestamp, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        if let mode = location.fixMode {
+            bytes.append(contentsOf: #","fixMode":""#.utf8)
+            bytes.append(contentsOf: mode.rawValue.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
+        if let satellites = location.satellitesUsed {
+            bytes.append(contentsOf: #","satellitesUsed":"#.utf8)
+            bytes.append(contentsOf: String(satellites).utf8)
+        }
+        if let source = location.source {
+            bytes.append(contentsOf: #","source":"#.utf8)
+            appendString(source, to: &bytes)
+        }
+        bytes.append(contentsOf: #","isSimulated":"#.utf8)
+        bytes.append(contentsOf: (location.isSimulated ? "true" : "false").utf8)
+    }
+
+    /// Appends a finite number in the shortest form that reads back to the same value.
+    public static func appendNumber(_ value: Double, to bytes: inout [UInt8]) {
+        if value == value.rounded(), abs(value) < 1e15 {
+            bytes.append(contentsOf: String(Int64(value)).utf8)
+        } else {
+            bytes.append(contentsOf: value.description.utf8)
+        }
+    }
+
+    /// Appends a JSON string literal with the escapes JSON requires.
+    public static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: #"\\"#.utf8)
+            case 0x0A: bytes.append(contentsOf: #"\n"#.utf8)
+            case 0x0D: bytes.append(contentsOf: #"\r"#.utf8)
+            case 0x09: bytes.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: #"\u00"#.utf8)
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

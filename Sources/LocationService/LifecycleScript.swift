@@ -1,0 +1,65 @@
+import Foundation
+import LocationCore
+
+/// A plan of lifecycle changes at moments of track time, such as `"120s:background,240s:suspended,480s:active"`.
+///
+/// Each entry is `TIME:STATE`, separated by commas. TIME is a non-negative number with an optional unit
+/// `ms`, `s` (the default), `m` or `h`, counted from the first fix of the replay; STATE is `active`,
+/// `inactive`, `background` or `suspended`. Times must not decrease.
+public struct LifecycleScript: Sendable, Hashable {
+    /// One planned change.
+    public struct Entry: Sendable, Hashable {
+        /// When, in track time since the first fix.
+        public var time: Duration
+        /// The state to move to.
+        public var state: ApplicationState
+    }
+
+    /// The changes in time order.
+    public var entries: [Entry]
+
+    /// Parses a script; throws ``LocationError/Code/invalidConfiguration`` naming the bad entry.
+    public init(parsing text: String) throws(LocationError) {
+        var entries: [Entry] = []
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+            self.entries = []
+            return
+        }
+        let items = text.split(separator: ",", omittingEmptySubsequences: false)
+        for (index, rawItem) in items.enumerated() {
+            let item = rawItem.trimmingCharacters(in: .whitespaces)
+            func bad(_ reason: String) -> LocationError {
+                LocationError(.invalidConfiguration, "lifecycle script entry \(index + 1) '\(item)': \(reason)")
+            }
+            let parts = item.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw bad("expected TIME:STATE, such as 120s:background") }
+            guard let time = Self.parseTime(parts[0].trimmingCharacters(in: .whitespaces)) else {
+                throw bad("'\(parts[0])' is not a time; use a number with s, m, h or ms, such as 90s or 2m")
+            }
+            let name = parts[1].trimmingCharacters(in: .whitespaces).lowercased()
+            guard let state = ApplicationState(rawValue: name), state != .notRunning else {
+                throw bad("'\(parts[1])' is not a state; use active, inactive, background or suspended")
+            }
+            if let last = entries.last, time < last.time {
+                throw bad("its time comes before the previous entry's; list entries in time order")
+            }
+            entries.append(Entry(time: time, state: state))
+        }
+        self.entries = entries
+    }
+
+    private static func parseTime(_ text: String) -> Duration? {
+        let units: [(String, Double)] = [("ms", 0.001), ("h", 3600), ("m", 60), ("s", 1)]
+        var number = Substring(text)
+        var scale = 1.0
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            number = text.dropLast(suffix.count)
+            scale = factor
+            break
+        }
+        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
+        let seconds = value * scale
+        guard seconds < 1e12 else { return nil }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import LocationCore
+
+/// Drives an application through a ``LifecycleScript`` in track time: the time of the replayed fixes.
+///
+/// Give it every source event before the manager sees it (through ``ObservedLocationSource``). For each
+/// fix it moves ``clock`` to the fix's track time (never backwards), lets the application's timers (grace
+/// period, task expiry) run, and applies the script entries that are due, so the fix itself is handled in
+/// the new state. Build the ``Application`` on ``clock`` so its timers count track time too.
+public final class TrackTimeLifecycle: Sendable {
+    /// The track-time clock; the application's timers should run on it.
+    public let clock = ManualClock()
+    /// The plan.
+    public let script: LifecycleScript
+
+    private struct State {
+        var application: Application?
+        var firstTimestamp: Date?
+        var nextEntry = 0
+        var failures: [LocationError] = []
+    }
+
+    private let state = Locked(State())
+
+    /// Creates a driver for a script.
+    public init(script: LifecycleScript) {
+        self.script = script
+    }
+
+    /// The application to drive (it should run on ``clock``).
+    public func drive(_ application: Application) {
+        state.withLock { $0.application = application }
+    }
+
+    /// Track time so far: from the first fix to the latest one seen.
+    public var trackTime: Duration { clock.now.offset }
+
+    /// Transitions the script asked for that the lifecycle refused.
+    public var failures: [LocationError] { state.withLock { $0.failures } }
+
+    /// Handles one source event; call before the manager sees it.
+    public func observe(_ event: LocationSourceEvent) {
+        guard case .location(let location) = event else { return }
+        let (application, due) = state.withLock { state -> (Application?, [LifecycleScript.Entry]) in
+            let first = state.firstTimestamp ?? location.timestamp
+            state.firstTimestamp = first
+            let seconds = max(0, location.timestamp.timeIntervalSince(first))
+            let now = Duration.nanoseconds(Int64((seconds * 1e9).rounded()))
+            clock.advance(to: ManualClock.Instant(offset: now))
+            let current = clock.now.offset
+            var due: [LifecycleScript.Entry] = []
+            while state.nextEntry < script.entries.count, script.entries[state.nextEntry].time <= current {
+                due.append(script.entries[state.nextEntry])
+                state.nextEntry += 1
+            }
+            return (state.application, due)
+        }
+        guard let application else { return }
+        application.processDueTimers()
+        for entry in due {
+            do {
+                try application.transition(to: entry.state)
+            } catch {
+                state.withLock { $0.failures.append(error) }
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import ArgumentParser
+import Foundation
+
+/// `locationctl`: watch, replay, and query positions from the command line.
+@main
+struct LocationCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "locationctl",
+        abstract: "Watch, replay and query positions from gpsd, GPX files and locationd.",
+        discussion: """
+            Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, \
+            69 gpsd or locationd unreachable, 75 no fix within the timeout.
+            """,
+        subcommands: [Replay.self]
+    )
+}

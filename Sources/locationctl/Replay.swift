@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import LocationCore
+import LocationGPX
+import LocationService
+import UnixSignals
+
+/// `locationctl replay`: plays a GPX file through a LocationManager, optionally driving the lifecycle.
+struct Replay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay a GPX file through the location manager.",
+        discussion: """
+            Points are delivered at their recorded pace (or --speed times faster, or --fast as fast as \
+            possible). --lifecycle drives the app lifecycle in track time, for example \
+            "120s:background,240s:suspended,480s:active": in the background the reduced policy delivers one \
+            fix per --reduced-interval; while suspended fixes are held and arrive as one batch on return \
+            to the foreground. When the replay ends while fixes are still held, the app returns to the \
+            foreground so that nothing is lost.
+            """)
+
+    @Argument(help: ArgumentHelp("The GPX file to play.", valueName: "FILE.gpx"))
+    var file: String
+
+    @Option(help: ArgumentHelp("Play this many times faster than recorded (any positive number).", valueName: "X"))
+    var speed: Double?
+
+    @Flag(help: "Play as fast as possible.")
+    var fast = false
+
+    @Flag(help: "Start over after the last point, until interrupted.")
+    var loop = false
+
+    @Option(name: .customLong("start-at"), help: ArgumentHelp("Start at this point (0-based).", valueName: "N"))
+    var startAt: Int?
+
+    @Option(name: .customLong("max-gap"), help: ArgumentHelp("Shorten gaps between segments to this many seconds (default 10).", valueName: "SEC"))
+    var maxGap: Double?
+
+    @Option(name: .customLong("untimed-speed"), help: ArgumentHelp("Speed along points without times, m/s (default 5).", valueName: "MPS"))
+    var untimedSpeed: Double?
+
+    @Option(help: ArgumentHelp("Timestamps as recorded, or rebased to now.", valueName: "recorded|now"))
+    var timestamps: TimestampChoice = .recorded
+
+    @Option(help: ArgumentHelp("high: the app stays in the foreground; reduced: it runs in the background.", valueName: "high|reduced"))
+    var policy: AccuracyPolicy = .high
+
+    @Option(help: ArgumentHelp("Lifecycle changes in track time, e.g. 120s:background,240s:suspended,480s:active.", valueName: "SCRIPT"))
+    var lifecycle: String?
+
+    @Option(help: ArgumentHelp("Output format.", valueName: "text|jsonl|gpx"))
+    var format: OutputFormat = .text
+
+    @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
+    var output: String?
+
+    @OptionGroup var policyOptions: PolicyOptions
+
+    enum TimestampChoice: String, ExpressibleByArgument, CaseIterable {
+        case recorded, now
+    }
+
+    func validate() throws {
+        if fast, speed != nil { throw ValidationError("use either --speed or --fast, not both") }
+        if let speed, !(speed.isFinite && speed > 0) { throw ValidationError("--speed must be a positive number, got \(speed)") }
+        if let startAt, startAt < 0 { throw ValidationError("--start-at must be 0 or more, got \(startAt)") }
+        if let maxGap, !(maxGap.isFinite && maxGap >= 0) { throw ValidationError("--max-gap must be 0 or more seconds") }
+        if let untimedSpeed, !(untimedSpeed.isFinite && untimedSpeed > 0) {
+            throw ValidationError("--untimed-speed must be a positive number of metres per second")
+        }
+    }
+
+    func run() async throws {
+        try await runReportingFailures {
+            try await replay()
+        }
+    }
+
+    private func replay() async throws {
+        let settings = try await policyOptions.resolve()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw CommandFailure.missingInput("\(file): no such file")
+        }
+        guard FileManager.default.isReadableFile(atPath: file) else {
+            throw CommandFailure.missingInput("\(file): permission denied")
+        }
+        let script: LifecycleScript
+        do { script = try LifecycleScript(parsing: lifecycle ?? "") } catch { throw CommandFailure.usage(error.message) }
+
+        var options = GPXReplaySource.Options()
+        options.pacing = fast ? .asFastAsPossible : .speedFactor(speed ?? 1)
+        options.loop = loop
+        if let startAt { options.start = .index(startAt) }
+        if let maxGap { options.maxGap = .seconds(maxGap) }
+        if let untimedSpeed { options.untimedSpeed = untimedSpeed }
+        options.timestamps = timestamps == .now ? .rebasedToNow : .recorded
+
+        signal(SIGPIPE, SIG_IGN)
+        let writer = try EventWriter(format: format, path: output, flushEachEvent: !fast && output == nil)
+        let driver = TrackTimeLifecycle(script: script)
+        let application = Application(configuration: settings.applicationConfiguration, clock: driver.clock)
+        let ended = AsyncStream.makeStream(of: LocationSourceStatus.self)
+        let recorder = ServiceEventRecorder(application: application, statusChanged: { status in
+            if status == .ended || status == .unavailable { ended.continuation.yield(status) }
+        }) { event in writer.write(event) }
+        driver.drive(application)
+        try application.transition(to: policy == .reduced ? .background : .active)
+
+        let replay: GPXReplaySource
+        do { replay = try GPXReplaySource(path: file, options: options) } catch { throw CommandFailure.usage(error.message) }
+        let source = ObservedLocationSource(replay) { driver.observe($0) }
+        let manager = try LocationManager(
+            source: source, application: application, configuration: settings.managerConfiguration)
+        manager.delegate = recorder
+
+        let progress = ReplayProgress.start(enabled: isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)) {
+            (writer.locationCount, driver.trackTime)
+        }
+        let interrupts = await Interrupts.install()
+        manager.startUpdatingLocation()
+        let outcome = await withTaskGroup(of: ReplayOutcome.self) { group in
+            group.addTask {
+                for await status in ended.stream { return status == .ended ? .ended : .failed }
+                return .ended
+            }
+            group.addTask {
+                for await _ in interrupts { return .interrupted }
+                return .interrupted
+            }
+            let first = await group.next() ?? .ended
+            group.cancelAll()
+            return first
+        }
+        progress?.stop()
+        manager.stopUpdatingLocation()
+        // Fixes still held when the track ends are delivered rather than lost.
+        if manager.heldCount > 0 { try? application.transition(to: .active) }
+        for failure in driver.failures { writer.write(.error(failure)) }
+        withExtendedLifetime((manager, recorder)) {}
+        do { try writer.finish() } catch { throw CommandFailure.badData(error.message) }
+        if outcome == .failed, let error = recorder.sourceFailure {
+            throw error.code == .sourceUnavailable ? CommandFailure.missingInput(error.message) : .badData(error.message)
+        }
+    }
+}
+
+/// How a replay ended.
+enum ReplayOutcome: Sendable {
+    case ended, failed, interrupted
+}
