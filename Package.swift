@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "LocationCore", targets: ["LocationCore"]),
         .library(name: "LocationTesting", targets: ["LocationTesting"]),
+        .library(name: "LocationControl", targets: ["LocationControl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -22,6 +23,15 @@ let package = Package(
         .target(
             name: "LocationTesting",
             dependencies: ["LocationCore"]
+        ),
+        .target(
+            name: "LocationControl",
+            dependencies: ["LocationCore"],
+            exclude: ["PROTOCOL.md"]
+        ),
+        .testTarget(
+            name: "LocationControlTests",
+            dependencies: ["LocationControl", "LocationCore"]
         ),
         .executableTarget(
             name: "location-bench",
