@@ -202,8 +202,14 @@ final class ControlServerCore: Sendable {
             let plan: (stop: Bool, timeout: Duration?) = state.withLock { state in
                 if state.stopping { return (true, nil) }
                 descriptors.append(pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0))
-                descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
                 var nearest: ContinuousClock.Instant?
+                if let resume = state.acceptPausedUntil, resume > .now {
+                    descriptors.append(pollfd(fd: listener, events: 0, revents: 0))
+                    nearest = resume
+                } else {
+                    state.acceptPausedUntil = nil
+                    descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+                }
                 for (id, connection) in state.connections {
                     var events: Int16 = 0
                     if connection.wantsInput(configuration) { events |= Int16(POLLIN) }
@@ -312,10 +318,14 @@ final class ControlServerCore: Sendable {
             if fd < 0 {
                 switch errno {
                 case EINTR, ECONNABORTED: continue
+                case EAGAIN, EWOULDBLOCK:
+                    return
                 case EMFILE, ENFILE:
                     refuseWithReserve(&state)
                     return
                 default:
+                    // Out of memory or buffers: the pending connection stays queued; try again shortly.
+                    state.acceptPausedUntil = .now + .milliseconds(100)
                     return
                 }
             }
@@ -337,7 +347,10 @@ final class ControlServerCore: Sendable {
     /// Frees the spare descriptor to accept and refuse one connection, so the listener does not stay readable
     /// for ever while the process is out of descriptors.
     private func refuseWithReserve(_ state: inout ServerState) {
-        guard state.reserveFD >= 0 else { return }
+        guard state.reserveFD >= 0 else {
+            state.acceptPausedUntil = .now + .milliseconds(100)
+            return
+        }
         close(state.reserveFD)
         let fd = accept(listener, nil, nil)
         if fd >= 0 { refuse(fd, .tooManyConnections, "the daemon is out of file descriptors") }

@@ -20,4 +20,6 @@ struct ServerState: Sendable {
     var thread: pthread_t?
     /// A spare descriptor given up to accept-and-refuse a connection when the process is out of descriptors.
     var reserveFD: Int32 = -1
+    /// While set, the listener is not polled: accepting failed for lack of resources and would only spin.
+    var acceptPausedUntil: ContinuousClock.Instant?
 }

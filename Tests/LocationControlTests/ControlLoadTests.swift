@@ -220,6 +220,32 @@ struct ControlLoadTests {
         _ = stalled
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aClientPipeliningWithoutReadingIsHeldBackAndLosesNoReply() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 4096, maxPendingRequests: 4)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration) { request, _ in
+            .success(["command": request.command])
+        }
+        defer { server.stop() }
+        let socket = try RawSocket(path: server.path)
+        let requests = 20_000
+
+        // Write everything before reading anything: the server must stop reading rather than buffer replies.
+        let writer = Task {
+            try await onThread {
+                let line = "{\"command\":\"status\"}\n"
+                socket.write(String(repeating: line, count: requests))
+                socket.shutdownWrite()
+            }
+        }
+        let lines = try await onThread { socket.readToEnd() }
+        try await writer.value
+        #expect(lines.count == requests)
+        #expect(Set(lines) == [#"{"ok":true,"command":"status"}"#])
+    }
+
     @Test func connectionsBeyondTheLimitAreRefusedWithAReason() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

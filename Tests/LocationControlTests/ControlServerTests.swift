@@ -86,6 +86,23 @@ struct ControlServerTests {
         #expect(connection.send(Array("{}\n".utf8)) == false)
     }
 
+    @Test func aRefusedWatchDoesNotMakeAWatcher() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ControlServer(path: directory.socket()) { _, _ in
+            .failure("not-ready", "the source is not running")
+        }
+        defer { server.stop() }
+        let path = server.path
+        await #expect {
+            try await onThread { try ControlClient(path: path).watch() }
+        } throws: { error in
+            (error as? ControlError)?.code.rawValue == "not-ready"
+        }
+        #expect(server.watcherCount == 0)
+        #expect(server.broadcast(Array("{}".utf8)) == 0)
+    }
+
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
