@@ -23,8 +23,11 @@ public final class ControlClient: Sendable {
     public let path: String
     /// The connected socket; closed in deinit only, so it is never reused while another thread reads it.
     private let fd: Int32
-    /// Bytes received and not yet returned as lines.
-    private let received = Locked<[UInt8]>([])
+    /// Bytes received; those before `head` were already returned as lines (consumed without shifting).
+    private let received = Locked<(bytes: [UInt8], head: Int)>(([], 0))
+
+    /// How long connecting and sending may block before failing with `timeout`.
+    public static let sendTimeout: Duration = .seconds(5)
 
     /// The longest reply line accepted, in bytes.
     public static let maxReplyLength = 16 * 1024 * 1024
@@ -36,6 +39,9 @@ public final class ControlClient: Sendable {
     public init(path: String) throws(ControlError) {
         self.path = path
         let fd = try UnixSocket.makeStreamSocket(nonBlocking: false, path: path)
+        // Bounds a connect to a daemon whose backlog is full, and a send to one that stopped reading.
+        var limit = timeval(tv_sec: Int(Self.sendTimeout.components.seconds), tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         let result = try UnixSocket.withAddress(path) { address, length in connect(fd, address, length) }
         guard result == 0 else {
             let number = errno
@@ -119,6 +125,9 @@ public final class ControlClient: Sendable {
                 continue
             } else {
                 let number = sent < 0 ? errno : EPIPE
+                if number == EAGAIN || number == EWOULDBLOCK {
+                    throw ControlError(.timeout, "locationd on \(path) did not take the request within \(Self.sendTimeout)")
+                }
                 throw ControlError(
                     number == EPIPE || number == ECONNRESET ? .connectionClosed : .io,
                     "cannot send to locationd on \(path): \(String(cString: strerror(number)))")
@@ -135,14 +144,19 @@ public final class ControlClient: Sendable {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let line: [UInt8]? = received.withLock { buffer in
-                guard let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                return line
+            let (line, unconsumed): ([UInt8]?, Int) = received.withLock { buffer in
+                let start = buffer.head
+                guard let newline = buffer.bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                    // Only a partial line is left: move it to the front before reading more.
+                    buffer.bytes.removeSubrange(0..<start)
+                    buffer.head = 0
+                    return (nil, buffer.bytes.count)
+                }
+                buffer.head = newline + 1
+                return (Array(buffer.bytes[start..<newline]), 0)
             }
             if let line { return line }
-            guard received.withLock({ $0.count }) <= Self.maxReplyLength else {
+            guard unconsumed <= Self.maxReplyLength else {
                 throw ControlError(.protocolError, "a line from locationd on \(path) exceeds \(Self.maxReplyLength) bytes")
             }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -158,7 +172,7 @@ public final class ControlClient: Sendable {
             if ready == 0 { continue }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
-                received.withLock { $0.append(contentsOf: chunk[0..<count]) }
+                received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }
             } else if count == 0 {
                 throw ControlError(.connectionClosed, "locationd closed the connection on \(path)")
             } else if errno != EINTR && errno != EAGAIN {
@@ -185,6 +199,8 @@ public final class ControlClient: Sendable {
             return ControlError(.notListening, "nothing is listening on \(path) (a stale socket file; is locationd running?)")
         case EACCES, EPERM:
             return ControlError(.permissionDenied, "permission denied connecting to \(path): \(reason)")
+        case EAGAIN, EWOULDBLOCK:
+            return ControlError(.timeout, "locationd on \(path) did not accept the connection within \(sendTimeout)")
         case ENOTDIR:
             return ControlError(.notListening, "no locationd socket at \(path): \(reason)")
         default:
