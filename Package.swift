@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocationGPX", targets: ["LocationGPX"]),
         .library(name: "LocationService", targets: ["LocationService"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
+        .library(name: "LocationControl", targets: ["LocationControl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -43,6 +44,15 @@ let package = Package(
         .executableTarget(
             name: "gpx-bench",
             dependencies: ["LocationCore", "LocationGPX"]
+        ),
+        .target(
+            name: "LocationControl",
+            dependencies: ["LocationCore"],
+            exclude: ["PROTOCOL.md"]
+        ),
+        .testTarget(
+            name: "LocationControlTests",
+            dependencies: ["LocationControl", "LocationCore"]
         ),
         .executableTarget(
             name: "location-bench",

@@ -1,0 +1,97 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the event loop hands to a connection's request task.
+enum ConnectionInput: Sendable {
+    /// One complete request line, without `\n`.
+    case line([UInt8])
+    /// A request line exceeded the limit; reply and close.
+    case tooLarge
+}
+
+/// One client connection as the server sees it. Lives in the server's locked state and is only ever
+/// mutated in place there (`connections[id]?.…`), so its buffers are never copied.
+struct ConnectionState: Sendable {
+    /// The connected socket; closed only by the event loop thread.
+    let fd: Int32
+    /// Bytes of a request line received so far, without a `\n`.
+    var input: [UInt8] = []
+    /// Replies and events not yet written.
+    var output = OutputBuffer()
+    /// Feeds request lines, in order, to the connection's task.
+    let requests: AsyncStream<ConnectionInput>.Continuation
+    /// The task answering this connection's requests in order.
+    var task: Task<Void, Never>?
+    /// Requests handed to the task and not yet answered.
+    var pendingRequests = 0
+    /// No more input is read: end of file, an oversized line, or a close was asked for.
+    var inputClosed = false
+    /// Close once `output` is written (after an oversized line, or when the client half-closed).
+    var closeWhenFlushed = false
+    /// Close at the loop's next turn: the peer is gone or the socket failed.
+    var closeNow = false
+    /// Whether the connection receives broadcast events.
+    var isWatcher = false
+    /// Events dropped since the output buffer filled; reported once it drains.
+    var missedEvents = 0
+    /// When the connection is closed if it keeps not reading; set only while output is pending.
+    var stallDeadline: ContinuousClock.Instant?
+
+    init(fd: Int32, requests: AsyncStream<ConnectionInput>.Continuation) {
+        self.fd = fd
+        self.requests = requests
+    }
+
+    /// Whether the loop should poll for input: open, not too far ahead of its replies, output not over its limit.
+    func wantsInput(_ configuration: ControlServerConfiguration) -> Bool {
+        !inputClosed && !closeNow && pendingRequests < configuration.maxPendingRequests
+            && output.count < configuration.maxOutputBuffer
+    }
+
+    /// Queues an event line for a watcher within the buffer limit; returns whether it was queued.
+    ///
+    /// Once a line does not fit, this and every later line are counted as missed until the buffer drains,
+    /// so the watcher sees a gap marked by one `watcher-lagged` line, never a silently thinned stream.
+    mutating func enqueueEvent(_ line: [UInt8], limit: Int) -> Bool {
+        guard !closeNow, !closeWhenFlushed else { return false }
+        if missedEvents > 0 || output.count + line.count > limit {
+            missedEvents += 1
+            return false
+        }
+        output.append(line)
+        return true
+    }
+
+    /// Writes what the socket takes; reports missed events once drained; keeps the stall deadline current.
+    mutating func flush(stallTimeout: Duration) {
+        guard !closeNow else { return }
+        var progressed = false
+        while true {
+            if output.isEmpty {
+                guard missedEvents > 0 else { break }
+                output.append(JSONText.errorEventLine(
+                    code: ControlError.Code.watcherLagged.rawValue,
+                    message: "missed \(missedEvents) events"))
+                missedEvents = 0
+            }
+            switch output.write(to: fd) {
+            case .drained:
+                progressed = true
+                continue
+            case .blocked(let didWrite):
+                progressed = progressed || didWrite
+            case .failed:
+                closeNow = true
+            }
+            break
+        }
+        if output.isEmpty || closeNow {
+            stallDeadline = nil
+        } else if progressed || stallDeadline == nil {
+            stallDeadline = .now + stallTimeout
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import LocationCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A connection to the daemon's control socket: send requests, read replies, or watch events.
+///
+/// The client blocks the calling thread (with timeouts) instead of using Swift concurrency, so a one-shot
+/// command pays only for a connect, a write and a read:
+///
+/// ```swift
+/// let reply = try ControlClient.request(.state(set: nil), path: socketPath)
+/// let state = try reply.decode(String.self, forKey: "state")
+/// ```
+///
+/// For `watch`, ``watch(timeout:)`` returns the event lines as an `AsyncThrowingStream` read on a thread of its own.
+public final class ControlClient: Sendable {
+    /// The socket path connected to.
+    public let path: String
+    /// The connected socket; closed in deinit only, so it is never reused while another thread reads it.
+    private let fd: Int32
+    /// Bytes received; those before `head` were already returned as lines (consumed without shifting).
+    private let received = Locked<(bytes: [UInt8], head: Int)>(([], 0))
+
+    /// How long connecting and sending may block before failing with `timeout`.
+    public static let sendTimeout: Duration = .seconds(5)
+
+    /// The longest reply line accepted, in bytes.
+    public static let maxReplyLength = 16 * 1024 * 1024
+
+    /// Connects to the daemon's socket.
+    ///
+    /// - Throws: ``ControlError`` naming the path: `not-listening` if there is no socket file or nothing
+    ///   listens on it, `permission-denied` if this user may not connect, `path-too-long`, or `io`.
+    public init(path: String) throws(ControlError) {
+        self.path = path
+        let fd = try UnixSocket.makeStreamSocket(nonBlocking: false, path: path)
+        // Bounds a connect to a daemon whose backlog is full, and a send to one that stopped reading.
+        var limit = timeval(tv_sec: Int(Self.sendTimeout.components.seconds), tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let result = try UnixSocket.withAddress(path) { address, length in connect(fd, address, length) }
+        guard result == 0 else {
+            let number = errno
+            UnixSocket.closeDescriptor(fd)
+            throw Self.connectError(path: path, errno: number)
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        UnixSocket.closeDescriptor(fd)
+    }
+
+    /// Connects, sends one request, reads its reply, and disconnects.
+    ///
+    /// - Parameter timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
+    /// - Throws: A connect error, `timeout`, `connection-closed`, `protocol-error`, or the daemon's own error.
+    public static func request(
+        _ request: ControlRequest, path: String, timeout: Duration? = nil
+    ) throws(ControlError) -> ControlResponse {
+        try ControlClient(path: path).request(request, timeout: timeout)
+    }
+
+    /// A reply timeout that outlasts the daemon's own: a `current` timeout plus 5 s, else 10 s.
+    public static func defaultTimeout(for request: ControlRequest) -> Duration {
+        if case .current(let timeout?, _) = request { return timeout + .seconds(5) }
+        return .seconds(10)
+    }
+
+    /// Sends one request and reads its reply.
+    ///
+    /// - Parameter timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
+    /// - Throws: `timeout`, `connection-closed`, `protocol-error`, or the error the daemon replied with.
+    public func request(_ request: ControlRequest, timeout: Duration? = nil) throws(ControlError) -> ControlResponse {
+        try send(request)
+        let line = try readLine(timeout: timeout ?? Self.defaultTimeout(for: request))
+        return try ControlResponse(line: line)
+    }
+
+    /// Sends `watch` and, once the daemon has accepted it, returns its event lines.
+    ///
+    /// Each element is one event line without its `\n`, e.g. `{"type":"location",...}`, including
+    /// `{"type":"error","code":"watcher-lagged",...}` when events were missed. The stream ends with
+    /// `connection-closed` when the daemon closes the connection; ending the iteration closes the connection.
+    public func watch(timeout: Duration = .seconds(10)) throws(ControlError) -> AsyncThrowingStream<[UInt8], any Error> {
+        _ = try request(.watch, timeout: timeout)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
+        continuation.onTermination = { [self] _ in
+            // Wakes the reading thread; the descriptor itself is closed in deinit, after that thread has let go.
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+        let thread = Thread { [self] in
+            while true {
+                do {
+                    let line = try readLine(timeout: nil)
+                    if case .terminated = continuation.yield(line) { return }
+                } catch {
+                    continuation.finish(throwing: error)
+                    return
+                }
+            }
+        }
+        thread.name = "control-watch"
+        thread.start()
+        return stream
+    }
+
+    /// Sends one request line.
+    public func send(_ request: ControlRequest) throws(ControlError) {
+        try send(rawLine: request.jsonLine)
+    }
+
+    /// Sends bytes as they are, e.g. a request line relayed from another tool; end each line with `\n`.
+    public func send(rawLine bytes: [UInt8]) throws(ControlError) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else {
+                let number = sent < 0 ? errno : EPIPE
+                if number == EAGAIN || number == EWOULDBLOCK {
+                    throw ControlError(.timeout, "locationd on \(path) did not take the request within \(Self.sendTimeout)")
+                }
+                throw ControlError(
+                    number == EPIPE || number == ECONNRESET ? .connectionClosed : .io,
+                    "cannot send to locationd on \(path): \(String(cString: strerror(number)))")
+            }
+        }
+    }
+
+    /// Reads the next line the daemon sends, without its `\n`.
+    ///
+    /// - Parameter timeout: How long to wait; `nil` waits for ever.
+    /// - Throws: `timeout`, `connection-closed` (also for a partial last line), `protocol-error` for a line over
+    ///   ``maxReplyLength``, or `io`.
+    public func readLine(timeout: Duration?) throws(ControlError) -> [UInt8] {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let (line, unconsumed): ([UInt8]?, Int) = received.withLock { buffer in
+                let start = buffer.head
+                guard let newline = buffer.bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                    // Only a partial line is left: move it to the front before reading more.
+                    buffer.bytes.removeSubrange(0..<start)
+                    buffer.head = 0
+                    return (nil, buffer.bytes.count)
+                }
+                buffer.head = newline + 1
+                return (Array(buffer.bytes[start..<newline]), 0)
+            }
+            if let line { return line }
+            guard unconsumed <= Self.maxReplyLength else {
+                throw ControlError(.protocolError, "a line from locationd on \(path) exceeds \(Self.maxReplyLength) bytes")
+            }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let wait = deadline.map { $0 - .now }
+            if let wait, wait <= .zero {
+                throw ControlError(.timeout, "locationd on \(path) did not answer within \(timeout!)")
+            }
+            let ready = poll(&descriptor, 1, UnixSocket.pollTimeout(wait))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw ControlError(.io, "cannot wait for locationd on \(path): \(String(cString: strerror(errno)))")
+            }
+            if ready == 0 { continue }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }
+            } else if count == 0 {
+                throw ControlError(.connectionClosed, "locationd closed the connection on \(path)")
+            } else if errno != EINTR && errno != EAGAIN {
+                let number = errno
+                throw ControlError(
+                    number == ECONNRESET ? .connectionClosed : .io,
+                    "cannot read from locationd on \(path): \(String(cString: strerror(number)))")
+            }
+        }
+    }
+
+    /// Shuts the connection down in both directions; reads in progress end with `connection-closed`.
+    public func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// A connect failure explained for a person.
+    private static func connectError(path: String, errno number: Int32) -> ControlError {
+        let reason = String(cString: strerror(number))
+        switch number {
+        case ENOENT:
+            return ControlError(.notListening, "no locationd socket at \(path) (is locationd running?)")
+        case ECONNREFUSED:
+            return ControlError(.notListening, "nothing is listening on \(path) (a stale socket file; is locationd running?)")
+        case EACCES, EPERM:
+            return ControlError(.permissionDenied, "permission denied connecting to \(path): \(reason)")
+        case EAGAIN, EWOULDBLOCK:
+            return ControlError(.timeout, "locationd on \(path) did not accept the connection within \(sendTimeout)")
+        case ENOTDIR:
+            return ControlError(.notListening, "no locationd socket at \(path): \(reason)")
+        default:
+            return ControlError.system("connect to", path: path, errno: number)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import LocationCore
+
+/// The daemon's answer to one ``ControlRequest``, already encoded as one JSON line.
+///
+/// Every reply is one JSON object on one line:
+/// - success: `{"ok":true, ...fields}`
+/// - failure: `{"ok":false,"error":{"code":"...","message":"..."}}`
+///
+/// | request | success reply |
+/// |---|---|
+/// | `current` | `{"ok":true,"location":{...Location JSON...}}` (``location(_:)``) |
+/// | `state` | `{"ok":true,"state":"active","executingInBackground":false,"policy":"high"}` (``state(_:executingInBackground:policy:)``) |
+/// | `status` | `{"ok":true,"status":{...}}` (``status(_:)`` or ``status(json:)``) |
+/// | `watch` | `{"ok":true,"watching":true}`, then event lines (``watching(then:)``) |
+public struct ControlReply: Sendable, Hashable {
+    /// The encoded reply, one JSON object ending in `\n`.
+    public let line: [UInt8]
+    /// Whether this is an `"ok":true` reply.
+    public let isSuccess: Bool
+    /// Event lines queued right after a successful `watch` reply, before any broadcast.
+    let followUp: [[UInt8]]
+
+    private init(line: [UInt8], isSuccess: Bool, followUp: [[UInt8]] = []) {
+        self.line = line
+        self.isSuccess = isSuccess
+        self.followUp = followUp
+    }
+
+    /// The reply text without its trailing newline.
+    public var text: String {
+        String(decoding: line.dropLast(line.last == UInt8(ascii: "\n") ? 1 : 0), as: UTF8.self)
+    }
+
+    /// `{"ok":true,"location":{...}}`: the answer to `current`.
+    public static func location(_ location: Location) -> ControlReply {
+        member("location", encoding: location)
+    }
+
+    /// `{"ok":true,"state":…,"executingInBackground":…,"policy":…}`: the answer to `state`.
+    public static func state(
+        _ state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy
+    ) -> ControlReply {
+        let text = "{\"ok\":true,\"state\":\(JSONText.string(state.rawValue)),"
+            + "\"executingInBackground\":\(executingInBackground),\"policy\":\(JSONText.string(policy.rawValue))}\n"
+        return ControlReply(line: Array(text.utf8), isSuccess: true)
+    }
+
+    /// `{"ok":true,"status":{...}}` with `status` encoded as the object.
+    ///
+    /// If `status` does not encode to a JSON object the reply is a failure with code `internal`.
+    public static func status(_ status: some Encodable) -> ControlReply {
+        member("status", encoding: status)
+    }
+
+    /// `{"ok":true,"status":{...}}` with a pre-encoded JSON object.
+    ///
+    /// Line breaks in `json` (legal only as whitespace between tokens) become spaces so the reply stays one
+    /// line. If `json` is not an object (`{...}`) the reply is a failure with code `internal`.
+    public static func status(json: [UInt8]) -> ControlReply {
+        member("status", json: json)
+    }
+
+    /// `{"ok":true,"watching":true}`: the answer to `watch`; `lines` are queued to the watcher right after it.
+    ///
+    /// Use `lines` for what a new watcher should see first (the current state, a flushed batch); they are queued
+    /// in the same step as the reply, so no broadcast can come between. Each line is one JSON object ending in `\n`.
+    public static func watching(then lines: [[UInt8]] = []) -> ControlReply {
+        ControlReply(line: Array("{\"ok\":true,\"watching\":true}\n".utf8), isSuccess: true, followUp: lines)
+    }
+
+    /// `{"ok":true,"watching":true}` with nothing queued after it.
+    public static var watching: ControlReply { watching() }
+
+    /// `{"ok":true, ...}` with the members of `value`, which must encode to a JSON object.
+    ///
+    /// `value`'s own `ok` key, if any, is not removed; do not define one.
+    public static func success(_ value: some Encodable) -> ControlReply {
+        guard let json = try? encoder.encode(value) else {
+            return failure(.internalError, "the daemon could not encode its reply")
+        }
+        let bytes = Self.singleLine(Array(json))
+        guard let open = bytes.firstIndex(of: UInt8(ascii: "{")), bytes.last == UInt8(ascii: "}") else {
+            return failure(.internalError, "the daemon's reply is not a JSON object")
+        }
+        let inner = bytes[(open + 1)..<(bytes.count - 1)]
+        let isEmpty = inner.allSatisfy { $0 == UInt8(ascii: " ") }
+        var line = Array("{\"ok\":true".utf8)
+        if !isEmpty { line.append(UInt8(ascii: ",")) }
+        line += inner
+        line += Array("}\n".utf8)
+        return ControlReply(line: line, isSuccess: true)
+    }
+
+    /// `{"ok":false,"error":{"code":…,"message":…}}`.
+    public static func failure(_ code: ControlError.Code, _ message: String) -> ControlReply {
+        ControlReply(line: JSONText.failureLine(code: code.rawValue, message: message), isSuccess: false)
+    }
+
+    /// A failure reply carrying a control error's code and message.
+    public static func failure(_ error: ControlError) -> ControlReply {
+        failure(error.code, error.message)
+    }
+
+    /// A failure reply carrying a location error's code (e.g. `no-fix`) and message.
+    public static func failure(_ error: LocationError) -> ControlReply {
+        failure(ControlError.Code(rawValue: error.code.rawValue), error.message)
+    }
+
+    // MARK: - Encoding
+
+    /// The encoder for reply members: compact, keys sorted so replies are byte-for-byte reproducible, slashes
+    /// unescaped so paths stay readable.
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    private static func member(_ key: String, encoding value: some Encodable) -> ControlReply {
+        guard let json = try? encoder.encode(value) else {
+            return failure(.internalError, "the daemon could not encode \"\(key)\"")
+        }
+        return member(key, json: Array(json))
+    }
+
+    private static func member(_ key: String, json: [UInt8]) -> ControlReply {
+        let object = singleLine(json)
+        guard object.first == UInt8(ascii: "{"), object.last == UInt8(ascii: "}") else {
+            return failure(.internalError, "the daemon's \"\(key)\" is not a JSON object")
+        }
+        var line = Array("{\"ok\":true,\(JSONText.string(key)):".utf8)
+        line.reserveCapacity(line.count + object.count + 2)
+        line += object
+        line += Array("}\n".utf8)
+        return ControlReply(line: line, isSuccess: true)
+    }
+
+    /// `json` trimmed, with CR and LF (only ever whitespace between JSON tokens) turned into spaces.
+    private static func singleLine(_ json: [UInt8]) -> [UInt8] {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        guard let first = json.firstIndex(where: { !isSpace($0) }),
+            let last = json.lastIndex(where: { !isSpace($0) })
+        else { return [] }
+        return json[first...last].map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// One request a client sends to the daemon, as one JSON line.
+///
+/// Wire forms (one object per line, `\n`-terminated, UTF-8; unknown keys are ignored):
+///
+/// | request | JSON |
+/// |---|---|
+/// | ``current(timeout:accuracy:)`` | `{"command":"current","timeout":5,"accuracy":50}` (both optional; seconds, metres) |
+/// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
+/// | ``status`` | `{"command":"status"}` |
+/// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
+public enum ControlRequest: Sendable, Hashable {
+    /// One location: the daemon's last fix if fresh and accurate enough, else the next one.
+    ///
+    /// `timeout` bounds the wait; `accuracy` is the horizontal accuracy wanted, in metres.
+    case current(timeout: Duration?, accuracy: Double?)
+    /// Reads the application state, or moves it to the state named by `set` (e.g. `background`).
+    case state(set: String?)
+    /// The daemon's status object.
+    case status
+    /// Turns the connection into a watcher that receives the daemon's event lines.
+    case watch
+
+    /// The command names the protocol knows, in the order they are documented.
+    public static let commands = ["current", "state", "status", "watch"]
+
+    /// The request's `command` string.
+    public var command: String {
+        switch self {
+        case .current: "current"
+        case .state: "state"
+        case .status: "status"
+        case .watch: "watch"
+        }
+    }
+
+    /// Decodes one request line (without its `\n`; a trailing `\r` is tolerated).
+    ///
+    /// - Throws: ``ControlError`` with code `bad-request` for invalid UTF-8, JSON that is not an object,
+    ///   or a field of the wrong type or range, and `unknown-command` when `command` is missing or unknown.
+    public init(line: some Collection<UInt8>) throws(ControlError) {
+        var bytes = Array(line)
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw ControlError(.badRequest, "request is not valid UTF-8")
+        }
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            throw ControlError(.badRequest, Self.describe(error))
+        } catch {
+            throw ControlError(.badRequest, "request is not a JSON object: \(error)")
+        }
+        guard let command = wire.command else {
+            throw ControlError(
+                .unknownCommand,
+                "request has no \"command\"; expected one of \(Self.commands.joined(separator: ", "))")
+        }
+        switch command {
+        case "current":
+            var timeout: Duration?
+            if let seconds = wire.timeout {
+                guard seconds.isFinite, seconds >= 0, seconds <= 86_400 else {
+                    throw ControlError(.badRequest, "\"timeout\" must be between 0 and 86400 seconds, got \(seconds)")
+                }
+                timeout = .milliseconds(Int64((seconds * 1000).rounded()))
+            }
+            if let accuracy = wire.accuracy {
+                guard accuracy.isFinite, accuracy > 0 else {
+                    throw ControlError(.badRequest, "\"accuracy\" must be a positive number of metres, got \(accuracy)")
+                }
+            }
+            self = .current(timeout: timeout, accuracy: wire.accuracy)
+        case "state":
+            if let target = wire.set, target.isEmpty {
+                throw ControlError(.badRequest, "\"set\" must name a state, got an empty string")
+            }
+            self = .state(set: wire.set)
+        case "status":
+            self = .status
+        case "watch":
+            self = .watch
+        default:
+            throw ControlError(
+                .unknownCommand,
+                "unknown command \"\(command)\"; expected one of \(Self.commands.joined(separator: ", "))")
+        }
+    }
+
+    /// The request as one JSON line ending in `\n`, as a client sends it.
+    public var jsonLine: [UInt8] {
+        var text = "{\"command\":\"\(command)\""
+        switch self {
+        case .current(let timeout, let accuracy):
+            if let timeout {
+                text += ",\"timeout\":\(JSONText.number(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18))"
+            }
+            if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
+        case .state(let target):
+            if let target { text += ",\"set\":\(JSONText.string(target))" }
+        case .status, .watch:
+            break
+        }
+        text += "}\n"
+        return Array(text.utf8)
+    }
+
+    /// The fields a request line may carry.
+    private struct Wire: Decodable {
+        var command: String?
+        var timeout: Double?
+        var accuracy: Double?
+        var set: String?
+    }
+
+    /// One line for a person out of a decoding error.
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(let type, let context):
+            if let key = context.codingPath.last?.stringValue {
+                return "\"\(key)\" has the wrong type; expected \(type == Double.self ? "a number" : "a string")"
+            }
+            return "request must be a JSON object"
+        case .dataCorrupted(let context):
+            if let underlying = context.underlyingError {
+                return "malformed JSON: \((underlying as NSError).userInfo[NSDebugDescriptionErrorKey] ?? underlying)"
+            }
+            return "malformed JSON: \(context.debugDescription)"
+        case .valueNotFound(_, let context):
+            return "\"\(context.codingPath.last?.stringValue ?? "?")\" must not be null"
+        case .keyNotFound(let key, _):
+            return "missing \"\(key.stringValue)\""
+        @unknown default:
+            return "malformed request"
+        }
+    }
+}

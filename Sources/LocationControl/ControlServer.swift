@@ -1,0 +1,96 @@
+import LocationCore
+
+/// The daemon's control socket: a Unix stream socket that answers JSON-line requests and streams events to
+/// watchers.
+///
+/// ```swift
+/// let server = try ControlServer(path: "/run/user/1000/locationd/control.sock") { request, connection in
+///     switch request {
+///     case .status: .status(currentStatus)
+///     case .watch: .watching
+///     ...
+///     }
+/// }
+/// server.broadcast(Array("{\"type\":\"state\",\"state\":\"background\"}\n".utf8))
+/// server.stop()
+/// ```
+///
+/// ## Socket file
+/// Missing parent directories are created with mode 0700. A leftover socket file that nothing answers on is
+/// replaced; if a server answers, creation fails with `already-listening`. The socket file is created with mode
+/// 0600 (owner only) before the server listens, and ``stop()`` removes it.
+///
+/// ## Protocol
+/// Each request is one JSON object on one `\n`-terminated UTF-8 line (see ``ControlRequest``); each gets one
+/// reply line (see ``ControlReply``), in order. A line longer than
+/// ``ControlServerConfiguration/maxRequestLength`` gets a `request-too-large` failure and the connection is
+/// closed; malformed JSON gets `bad-request` and the connection stays open; a missing or unknown command gets
+/// `unknown-command`. After a successful `watch` reply the connection also receives event lines pushed with
+/// ``broadcast(_:)`` or ``ControlConnection/send(_:)``.
+///
+/// ## Threads and limits
+/// One dedicated thread runs a poll(2) loop over non-blocking sockets; the handler runs in a Swift task per
+/// connection. Each connection's unsent output is bounded; a watcher that does not keep up misses events,
+/// which are counted and reported to it as a `watcher-lagged` event line once it catches up, and a connection
+/// that reads nothing of its pending output for ``ControlServerConfiguration/stallTimeout`` is closed.
+public final class ControlServer: Sendable {
+    /// Answers one request; called in order for each connection, concurrently across connections.
+    ///
+    /// For `watch`, a success reply turns the connection into a watcher.
+    public typealias Handler = @Sendable (ControlRequest, ControlConnection) async -> ControlReply
+
+    private let core: ControlServerCore
+
+    /// Creates the socket file, starts listening, and starts the event loop thread.
+    ///
+    /// - Parameters:
+    ///   - path: The socket path; at most 107 bytes.
+    ///   - configuration: Limits per connection and in total.
+    ///   - handler: Answers requests.
+    /// - Throws: ``ControlError`` naming the path and the reason: `path-too-long`, `permission-denied`,
+    ///   `already-listening` (another server answers on `path`), `address-in-use` (a non-socket file is in the
+    ///   way), or `io`.
+    public init(
+        path: String,
+        configuration: ControlServerConfiguration = ControlServerConfiguration(),
+        handler: @escaping Handler
+    ) throws(ControlError) {
+        core = try ControlServerCore(path: path, configuration: configuration, handler: handler)
+        try core.start()
+    }
+
+    deinit {
+        core.stop()
+    }
+
+    /// The socket path.
+    public var path: String { core.path }
+
+    /// The limits the server runs with.
+    public var configuration: ControlServerConfiguration { core.configuration }
+
+    /// Queues one event line (a JSON object; a missing trailing `\n` is added) to every watcher, without blocking.
+    ///
+    /// - Returns: How many watchers queued it; the others were behind and counted it as missed.
+    @discardableResult
+    public func broadcast(_ line: [UInt8]) -> Int {
+        core.broadcast(line)
+    }
+
+    /// How many connections are open.
+    public var connectionCount: Int {
+        core.state.withLock { $0.connections.count }
+    }
+
+    /// How many open connections are watchers.
+    public var watcherCount: Int {
+        core.state.withLock { $0.watcherCount }
+    }
+
+    /// Closes every connection and the listener, removes the socket file, and waits for the loop thread to end.
+    ///
+    /// Handlers still running are cancelled; their replies are discarded. Calling `stop()` again does nothing.
+    public func stop() {
+        core.stop()
+    }
+}

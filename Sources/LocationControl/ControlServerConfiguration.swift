@@ -1,0 +1,41 @@
+/// Limits of a ``ControlServer``: how much one client may send, hold and cost.
+///
+/// Every limit exists so that a misbehaving or slow client costs bounded memory and never delays others.
+public struct ControlServerConfiguration: Sendable, Hashable {
+    /// The longest request line accepted, in bytes, without its `\n`. Default 64 KiB.
+    ///
+    /// A longer line gets a `request-too-large` reply and the connection is closed.
+    public var maxRequestLength: Int
+    /// The most connections open at once. Default 512.
+    ///
+    /// A connection beyond it receives one `too-many-connections` failure line and is closed.
+    public var maxConnections: Int
+    /// The most bytes of unsent output held for one connection. Default 1 MiB.
+    ///
+    /// Event lines that do not fit are dropped and counted; once the buffer drains the watcher receives
+    /// `{"type":"error","code":"watcher-lagged","message":"missed N events"}` before any newer event.
+    public var maxOutputBuffer: Int
+    /// How long a connection with unsent output may go without reading any of it before it is closed.
+    /// Default 30 s. A connection with nothing pending may stay idle for ever.
+    public var stallTimeout: Duration
+    /// The most requests read from one connection and not yet answered. Default 16.
+    ///
+    /// While a connection has this many, or its output buffer is full, the server stops reading from it, so a
+    /// client that pipelines requests without reading replies is held back instead of growing memory.
+    public var maxPendingRequests: Int
+
+    /// Creates a configuration; every argument has the documented default.
+    public init(
+        maxRequestLength: Int = 64 * 1024,
+        maxConnections: Int = 512,
+        maxOutputBuffer: Int = 1024 * 1024,
+        stallTimeout: Duration = .seconds(30),
+        maxPendingRequests: Int = 16
+    ) {
+        self.maxRequestLength = maxRequestLength
+        self.maxConnections = maxConnections
+        self.maxOutputBuffer = maxOutputBuffer
+        self.stallTimeout = stallTimeout
+        self.maxPendingRequests = maxPendingRequests
+    }
+}

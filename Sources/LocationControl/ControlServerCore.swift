@@ -1,0 +1,515 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LocationCore
+
+/// The machinery behind ``ControlServer``: the listening socket, the poll(2) loop on its own thread, and the
+/// connections' state.
+///
+/// Threading: the loop thread is the only one that accepts, reads, closes descriptors, or polls. Other threads
+/// (request tasks, `broadcast`, `send`) only append output and write it without blocking, under the same lock,
+/// and wake the loop through an eventfd when the loop must look again. Because descriptors are closed only by
+/// the loop thread and only under the lock, a descriptor is never used after it is closed or reused.
+final class ControlServerCore: Sendable {
+    let path: String
+    let configuration: ControlServerConfiguration
+    let handler: ControlServer.Handler
+    private let listener: Int32
+    /// A self-pipe: any thread writes a byte to make poll(2) return; the loop drains it.
+    private let wakeReader: Int32
+    private let wakeWriter: Int32
+    /// The bound socket file's device and inode, so shutdown removes our file and never a successor's.
+    private let socketIdentity: (device: UInt64, inode: UInt64)
+    let state = Locked(ServerState())
+
+    init(path: String, configuration: ControlServerConfiguration, handler: @escaping ControlServer.Handler)
+        throws(ControlError)
+    {
+        self.path = path
+        self.configuration = configuration
+        self.handler = handler
+        try UnixSocket.withAddress(path) { _, _ in }
+        try Self.createParentDirectory(of: path)
+        try Self.removeStaleSocket(at: path)
+
+        let fd = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
+        // The file bind creates takes its mode from the socket inode: make it owner-only before it exists.
+        _ = fchmod(fd, 0o600)
+        let bound = try UnixSocket.withAddress(path) { address, length in bind(fd, address, length) }
+        guard bound == 0 else {
+            let number = errno
+            close(fd)
+            throw ControlError.system("bind", path: path, errno: number)
+        }
+        var info = stat()
+        // chmod again before listen in case the platform ignored fchmod; nobody can connect before listen.
+        guard chmod(path, 0o600) == 0, stat(path, &info) == 0 else {
+            let number = errno
+            close(fd)
+            unlink(path)
+            throw ControlError.system("set permissions on", path: path, errno: number)
+        }
+        guard listen(fd, SOMAXCONN) == 0 else {
+            let number = errno
+            close(fd)
+            unlink(path)
+            throw ControlError.system("listen on", path: path, errno: number)
+        }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            let number = errno
+            close(fd)
+            unlink(path)
+            throw ControlError.system("create a wake-up descriptor for", path: path, errno: number)
+        }
+        for end in pipeEnds {
+            UnixSocket.setNonBlocking(end)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        listener = fd
+        wakeReader = pipeEnds[0]
+        wakeWriter = pipeEnds[1]
+        socketIdentity = (UInt64(info.st_dev), UInt64(info.st_ino))
+        let reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        state.withLock { $0.reserveFD = reserve }
+    }
+
+    // MARK: - Setup
+
+    /// Creates missing directories above `path` with mode 0700; existing ones are left as they are.
+    private static func createParentDirectory(of path: String) throws(ControlError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let parent = String(path[..<slash])
+        var prefix = parent.hasPrefix("/") ? "" : "."
+        for component in parent.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                let number = errno
+                throw ControlError(
+                    number == EACCES || number == EPERM ? .permissionDenied : .io,
+                    "cannot create directory \(prefix) for socket \(path): \(String(cString: strerror(number)))")
+            }
+        }
+    }
+
+    /// Removes a socket file nobody answers on; refuses to touch a live server's socket or a non-socket file.
+    private static func removeStaleSocket(at path: String) throws(ControlError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return }
+            throw ControlError.system("inspect", path: path, errno: errno)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+            throw ControlError(
+                .addressInUse, "\(path) exists and is not a socket; remove it or choose another socket path")
+        }
+        let probe = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
+        defer { close(probe) }
+        let result = try UnixSocket.withAddress(path) { address, length in connect(probe, address, length) }
+        let number = errno
+        if result == 0 || number == EAGAIN || number == EINPROGRESS {
+            throw ControlError(.alreadyListening, "another locationd is listening on \(path)")
+        }
+        guard number == ECONNREFUSED else {
+            throw ControlError.system("probe the existing socket", path: path, errno: number)
+        }
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw ControlError.system("remove the stale socket", path: path, errno: errno)
+        }
+    }
+
+    /// Starts the event loop thread.
+    func start() throws(ControlError) {
+        let retained = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { context in
+            let core = Unmanaged<ControlServerCore>.fromOpaque(context!).takeRetainedValue()
+            core.run()
+            return nil
+        }, retained.toOpaque())
+        guard result == 0 else {
+            retained.release()
+            shutDown()
+            throw ControlError(.io, "cannot start the control socket thread: \(String(cString: strerror(result)))")
+        }
+        state.withLock { $0.thread = thread }
+    }
+
+    // MARK: - Stopping
+
+    /// Closes every connection and the listener, removes the socket file, and joins the loop thread.
+    func stop() {
+        let thread: pthread_t? = state.withLock { state in
+            guard !state.stopping else { return nil }
+            state.stopping = true
+            wake(state)
+            let thread = state.thread
+            state.thread = nil
+            return thread
+        }
+        guard let thread else { return }
+        if pthread_equal(thread, pthread_self()) == 0 {
+            pthread_join(thread, nil)
+        }
+    }
+
+    /// Releases everything; runs on the loop thread as it exits (or in `start` when the thread never ran).
+    private func shutDown() {
+        state.withLock { state in
+            for (_, connection) in state.connections {
+                connection.requests.finish()
+                connection.task?.cancel()
+                close(connection.fd)
+            }
+            state.connections.removeAll()
+            state.watcherCount = 0
+            close(listener)
+            var info = stat()
+            if lstat(path, &info) == 0, UInt64(info.st_dev) == socketIdentity.device,
+                UInt64(info.st_ino) == socketIdentity.inode
+            {
+                unlink(path)
+            }
+            close(wakeReader)
+            close(wakeWriter)
+            if state.reserveFD >= 0 { close(state.reserveFD) }
+            state.reserveFD = -1
+            state.stopping = true
+            state.stopped = true
+        }
+    }
+
+    /// Makes the loop look again; call with the lock held.
+    private func wake(_ state: borrowing ServerState) {
+        guard !state.stopped else { return }
+        // A full pipe already guarantees a wake-up, so a failed write needs no retry.
+        var byte: UInt8 = 1
+        _ = write(wakeWriter, &byte, 1)
+    }
+
+    // MARK: - Event loop
+
+    /// The poll loop: sleeps in poll(2) until a socket is ready, a wake-up arrives, or a stall deadline passes.
+    private func run() {
+        var descriptors: [pollfd] = []
+        var ids: [UInt64] = []
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            descriptors.removeAll(keepingCapacity: true)
+            ids.removeAll(keepingCapacity: true)
+            let plan: (stop: Bool, timeout: Duration?) = state.withLock { state in
+                if state.stopping { return (true, nil) }
+                descriptors.append(pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0))
+                var nearest: ContinuousClock.Instant?
+                if let resume = state.acceptPausedUntil, resume > .now {
+                    descriptors.append(pollfd(fd: listener, events: 0, revents: 0))
+                    nearest = resume
+                } else {
+                    state.acceptPausedUntil = nil
+                    descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+                }
+                for (id, connection) in state.connections {
+                    var events: Int16 = 0
+                    if connection.wantsInput(configuration) { events |= Int16(POLLIN) }
+                    if !connection.output.isEmpty { events |= Int16(POLLOUT) }
+                    descriptors.append(pollfd(fd: connection.fd, events: events, revents: 0))
+                    ids.append(id)
+                    if let deadline = connection.stallDeadline {
+                        nearest = nearest.map { min($0, deadline) } ?? deadline
+                    }
+                }
+                return (false, nearest.map { $0 - .now })
+            }
+            if plan.stop { break }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), UnixSocket.pollTimeout(plan.timeout))
+            if ready < 0 && errno != EINTR {
+                // poll only fails here on ENOMEM; back off instead of spinning.
+                usleep(10_000)
+                continue
+            }
+            if descriptors[0].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 256)
+                while read(wakeReader, &sink, sink.count) == sink.count {}
+            }
+            state.withLock { state in
+                if ready > 0 {
+                    for index in 2..<descriptors.count where descriptors[index].revents != 0 {
+                        service(ids[index - 2], events: descriptors[index].revents, in: &state, scratch: &scratch)
+                    }
+                }
+                reap(&state)
+                if descriptors[1].revents != 0 { acceptConnections(&state) }
+            }
+        }
+        shutDown()
+    }
+
+    /// Handles poll results for one connection: reads requests, writes output, notices a vanished peer.
+    private func service(_ id: UInt64, events: Int16, in state: inout ServerState, scratch: inout [UInt8]) {
+        guard state.connections[id] != nil else { return }
+        if events & Int16(POLLERR | POLLNVAL) != 0 {
+            state.connections[id]?.closeNow = true
+            return
+        }
+        if events & Int16(POLLIN) != 0 {
+            readRequests(id, in: &state, scratch: &scratch)
+        }
+        if events & Int16(POLLHUP) != 0 {
+            // Both directions are shut: nobody can read a reply any more.
+            state.connections[id]?.closeNow = true
+            return
+        }
+        if events & Int16(POLLOUT) != 0 {
+            state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+        }
+    }
+
+    /// Reads what the socket has (a bounded amount per turn, for fairness) and hands complete lines to the task.
+    private func readRequests(_ id: UInt64, in state: inout ServerState, scratch: inout [UInt8]) {
+        for _ in 0..<4 {
+            guard let connection = state.connections[id], connection.wantsInput(configuration) else { return }
+            let count = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                state.connections[id]?.takeInput(scratch[0..<count], limit: configuration.maxRequestLength)
+                continue
+            }
+            if count == 0 {
+                // The client shut its sending side: answer what it asked, then (unless watching) close.
+                state.connections[id]?.inputClosed = true
+                state.connections[id]?.requests.finish()
+                return
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return
+            default:
+                state.connections[id]?.closeNow = true
+                return
+            }
+        }
+    }
+
+    /// Closes connections that failed, were asked to close and have drained, or stalled past their deadline.
+    private func reap(_ state: inout ServerState) {
+        let now = ContinuousClock.now
+        let doomed = state.connections.filter { _, connection in
+            connection.closeNow || (connection.closeWhenFlushed && connection.output.isEmpty)
+                || (connection.stallDeadline.map { $0 <= now } ?? false)
+        }
+        for (id, connection) in doomed {
+            connection.requests.finish()
+            connection.task?.cancel()
+            close(connection.fd)
+            if connection.isWatcher { state.watcherCount -= 1 }
+            state.connections[id] = nil
+        }
+    }
+
+    /// Accepts pending connections; beyond the limit, or out of descriptors, refuses them with one error line.
+    private func acceptConnections(_ state: inout ServerState) {
+        for _ in 0..<64 {
+            let fd = accept(listener, nil, nil)
+            if fd >= 0 {
+                UnixSocket.setNonBlocking(fd)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            }
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EAGAIN, EWOULDBLOCK:
+                    return
+                case EMFILE, ENFILE:
+                    refuseWithReserve(&state)
+                    return
+                default:
+                    // Out of memory or buffers: the pending connection stays queued; try again shortly.
+                    state.acceptPausedUntil = .now + .milliseconds(100)
+                    return
+                }
+            }
+            if state.connections.count >= configuration.maxConnections {
+                refuse(fd, .tooManyConnections, "the daemon already serves \(configuration.maxConnections) connections")
+                continue
+            }
+            register(fd, in: &state)
+        }
+    }
+
+    /// Writes one failure line to a fresh connection (it always fits an empty socket buffer) and closes it.
+    private func refuse(_ fd: Int32, _ code: ControlError.Code, _ message: String) {
+        let line = JSONText.failureLine(code: code.rawValue, message: message)
+        _ = line.withUnsafeBytes { UnixSocket.send(fd, $0) }
+        close(fd)
+    }
+
+    /// Frees the spare descriptor to accept and refuse one connection, so the listener does not stay readable
+    /// for ever while the process is out of descriptors.
+    private func refuseWithReserve(_ state: inout ServerState) {
+        guard state.reserveFD >= 0 else {
+            state.acceptPausedUntil = .now + .milliseconds(100)
+            return
+        }
+        close(state.reserveFD)
+        let fd = accept(listener, nil, nil)
+        if fd >= 0 { refuse(fd, .tooManyConnections, "the daemon is out of file descriptors") }
+        state.reserveFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Adds an accepted connection and starts the task that answers its requests in order.
+    private func register(_ fd: Int32, in state: inout ServerState) {
+        let id = state.nextID
+        state.nextID += 1
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ConnectionInput.self, bufferingPolicy: .unbounded)
+        let connection = ControlConnection(id: id, core: self)
+        let task = Task { [self] in
+            await answer(stream, on: connection)
+        }
+        var entry = ConnectionState(fd: fd, requests: continuation)
+        entry.task = task
+        state.connections[id] = entry
+    }
+
+    // MARK: - Requests
+
+    /// Answers a connection's requests one at a time, in the order they arrived.
+    private func answer(_ requests: AsyncStream<ConnectionInput>, on connection: ControlConnection) async {
+        for await input in requests {
+            switch input {
+            case .line(let line):
+                let reply: ControlReply
+                var watching = false
+                do {
+                    let request = try ControlRequest(line: line)
+                    reply = await handler(request, connection)
+                    watching = request == .watch && reply.isSuccess
+                } catch {
+                    reply = .failure(error)
+                }
+                deliver(reply, to: connection.id, watching: watching, thenClose: false)
+            case .tooLarge:
+                let reply = ControlReply.failure(
+                    .requestTooLarge,
+                    "request line exceeds \(configuration.maxRequestLength) bytes; closing the connection")
+                deliver(reply, to: connection.id, watching: false, thenClose: true)
+            }
+        }
+        // Input ended (the client shut its side, or the connection closed): a non-watcher is done.
+        let id = connection.id
+        state.withLock { state in
+            guard let entry = state.connections[id], !entry.isWatcher else { return }
+            state.connections[id]?.closeWhenFlushed = true
+            wake(state)
+        }
+    }
+
+    /// Queues a reply (and, for `watch`, the watcher's first lines) and writes what the socket takes.
+    private func deliver(_ reply: ControlReply, to id: UInt64, watching: Bool, thenClose: Bool) {
+        state.withLock { state in
+            guard state.connections[id] != nil else { return }
+            state.connections[id]?.pendingRequests -= 1
+            state.connections[id]?.output.append(reply.line)
+            if watching, state.connections[id]?.isWatcher == false {
+                state.connections[id]?.isWatcher = true
+                state.watcherCount += 1
+                for line in reply.followUp {
+                    _ = state.connections[id]?.enqueueEvent(Self.terminated(line), limit: configuration.maxOutputBuffer)
+                }
+            }
+            if thenClose { state.connections[id]?.closeWhenFlushed = true }
+            state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+            // The loop may need to poll for output, resume reading, or close: let it look again.
+            wake(state)
+        }
+    }
+
+    // MARK: - Pushing events
+
+    /// Queues an event line to one connection; returns whether it was queued rather than counted as missed.
+    func send(_ line: [UInt8], to id: UInt64) -> Bool {
+        let line = Self.terminated(line)
+        return state.withLock { state in
+            guard !state.stopped, state.connections[id] != nil else { return false }
+            return push(line, to: id, in: &state)
+        }
+    }
+
+    /// Queues an event line to every watcher; returns how many queued it.
+    func broadcast(_ line: [UInt8]) -> Int {
+        let line = Self.terminated(line)
+        return state.withLock { state in
+            guard !state.stopped, state.watcherCount > 0 else { return 0 }
+            var queued = 0
+            for (id, connection) in state.connections where connection.isWatcher {
+                if push(line, to: id, in: &state) { queued += 1 }
+            }
+            return queued
+        }
+    }
+
+    /// Queues and writes at once; wakes the loop only when output is left over for it to poll.
+    private func push(_ line: [UInt8], to id: UInt64, in state: inout ServerState) -> Bool {
+        let wasEmpty = state.connections[id]?.output.isEmpty ?? false
+        guard state.connections[id]?.enqueueEvent(line, limit: configuration.maxOutputBuffer) == true else {
+            return false
+        }
+        if wasEmpty {
+            state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+            if let connection = state.connections[id], !connection.output.isEmpty || connection.closeNow {
+                wake(state)
+            }
+        }
+        return true
+    }
+
+    /// Asks the loop to close a connection once its queued output is written.
+    func closeConnection(_ id: UInt64) {
+        state.withLock { state in
+            guard state.connections[id] != nil else { return }
+            state.connections[id]?.inputClosed = true
+            state.connections[id]?.closeWhenFlushed = true
+            wake(state)
+        }
+    }
+
+    /// `line` with a `\n` at the end if it lacks one.
+    static func terminated(_ line: [UInt8]) -> [UInt8] {
+        line.last == UInt8(ascii: "\n") ? line : line + [UInt8(ascii: "\n")]
+    }
+}
+
+extension ConnectionState {
+    /// Splits received bytes into request lines for the task; an over-long line ends input.
+    mutating func takeInput(_ bytes: ArraySlice<UInt8>, limit: Int) {
+        var start = bytes.startIndex
+        while !inputClosed, let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            let piece = bytes[start..<newline]
+            start = newline + 1
+            guard input.count + piece.count <= limit else {
+                rejectOversized()
+                return
+            }
+            var line = input
+            line.append(contentsOf: piece)
+            input.removeAll()
+            // Blank lines (a stray Enter in an interactive client) are not requests.
+            if line.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) {
+                pendingRequests += 1
+                requests.yield(.line(line))
+            }
+        }
+        guard !inputClosed else { return }
+        input.append(contentsOf: bytes[start...])
+        if input.count > limit { rejectOversized() }
+    }
+
+    private mutating func rejectOversized() {
+        input = []
+        inputClosed = true
+        pendingRequests += 1
+        requests.yield(.tooLarge)
+        requests.finish()
+    }
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin helpers over the C socket API shared by the server and the client.
+enum UnixSocket {
+    /// The capacity of `sun_path`, including the terminating NUL.
+    static let pathCapacity = MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+
+    /// Runs `body` with a `sockaddr_un` for `path`, or throws if the path does not fit.
+    static func withAddress<R>(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
+    ) throws(ControlError) -> R {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty else {
+            throw ControlError(.pathTooLong, "the socket path is empty")
+        }
+        guard bytes.count < pathCapacity else {
+            throw ControlError(
+                .pathTooLong,
+                "socket path \(path) is \(bytes.count) bytes; a Unix socket path holds at most \(pathCapacity - 1)")
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+
+    /// A new `AF_UNIX` stream socket, close-on-exec, optionally non-blocking.
+    static func makeStreamSocket(nonBlocking: Bool, path: String) throws(ControlError) -> Int32 {
+        #if canImport(Glibc)
+        var type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        if nonBlocking { type |= Int32(SOCK_NONBLOCK.rawValue) }
+        let fd = socket(AF_UNIX, type, 0)
+        #else
+        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+        if fd >= 0 {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            if nonBlocking { setNonBlocking(fd) }
+        }
+        #endif
+        guard fd >= 0 else { throw ControlError.system("create a socket for", path: path, errno: errno) }
+        return fd
+    }
+
+    /// Closes a descriptor (a name types with their own `close()` can call).
+    static func closeDescriptor(_ fd: Int32) {
+        _ = close(fd)
+    }
+
+    /// Sets `O_NONBLOCK` on a descriptor.
+    static func setNonBlocking(_ fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    /// Sends bytes without raising `SIGPIPE` when the peer has gone; returns `send(2)`'s result.
+    static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
+        #if canImport(Glibc)
+        return Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+        #else
+        return Darwin.send(fd, buffer.baseAddress, buffer.count, 0)
+        #endif
+    }
+
+    /// Milliseconds for `poll(2)`, rounded up so a deadline is never missed by a hair; `-1` for none.
+    static func pollTimeout(_ duration: Duration?) -> Int32 {
+        guard let duration else { return -1 }
+        if duration <= .zero { return 0 }
+        let (seconds, attoseconds) = duration.components
+        let millis = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: millis)
+    }
+}

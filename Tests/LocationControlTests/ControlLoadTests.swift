@@ -1,0 +1,285 @@
+import Foundation
+import LocationCore
+import Testing
+
+@testable import LocationControl
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Control server under load and with slow clients")
+struct ControlLoadTests {
+    /// A numbered event line of a fixed size.
+    static func event(_ number: Int) -> [UInt8] {
+        Array("{\"type\":\"tick\",\"n\":\(number),\"pad\":\"\(String(repeating: "p", count: 40))\"}\n".utf8)
+    }
+
+    static func number(in line: [UInt8]) -> Int? {
+        guard let json = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else { return nil }
+        return json["n"] as? Int
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func manyClientsComeAndGoWhileWatchersStream() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ControlServer(path: directory.socket(), handler: StubHandler().handler)
+        defer { server.stop() }
+        let path = server.path
+        let watcherCount = 50, churnClients = 200, events = 300
+
+        // 50 watchers, each collecting event numbers until the final event.
+        typealias Watcher = (client: ControlClient, events: AsyncThrowingStream<[UInt8], any Error>)
+        let watchers = try await withThrowingTaskGroup(of: Watcher.self) { group in
+            for _ in 0..<watcherCount {
+                group.addTask {
+                    try await onThread {
+                        let client = try ControlClient(path: path)
+                        return (client, try client.watch())
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(server.watcherCount == watcherCount)
+
+        async let received: [[Int]] = withThrowingTaskGroup(of: [Int].self) { group in
+            for (_, stream) in watchers {
+                group.addTask {
+                    var numbers: [Int] = []
+                    for try await line in stream {
+                        guard let number = Self.number(in: line) else { continue }
+                        if number < 0 { break }
+                        numbers.append(number)
+                    }
+                    return numbers
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+
+        // 200 clients at once, each connecting, asking, and disconnecting three times over.
+        let churn = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<churnClients {
+                    group.addTask {
+                        try await onThread {
+                            var answered = 0
+                            for round in 0..<3 {
+                                let client = try ControlClient(path: path)
+                                let reply = try client.request(round == 1 ? .state(set: nil) : .status)
+                                if reply.text.hasPrefix("{\"ok\":true") { answered += 1 }
+                            }
+                            return answered
+                        }
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        for number in 0..<events {
+            server.broadcast(Self.event(number))
+            if number % 50 == 0 { await Task.yield() }
+        }
+        let answered = try await churn.value
+        server.broadcast(Self.event(-1))
+
+        #expect(answered == churnClients * 3)
+        let all = try await received
+        #expect(all.count == watcherCount)
+        for numbers in all {
+            #expect(numbers == Array(0..<events))
+        }
+        for watcher in watchers { watcher.client.close() }
+        #expect(await waitUntil { server.connectionCount == 0 })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWatcherThatNeverReadsMissesCountedEventsAndDoesNotBlockOthers() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 64 * 1024)
+        let stub = StubHandler()
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: stub.handler)
+        defer { server.stop() }
+        let path = server.path
+
+        // The slow watcher: a raw socket that asks to watch and then reads nothing.
+        let slow = try await onThread { () -> RawSocket in
+            let socket = try RawSocket(path: path)
+            socket.write("{\"command\":\"watch\"}\n")
+            return socket
+        }
+        let fast = try await onThread { try ControlClient(path: path).watch() }
+        #expect(await waitUntil { server.watcherCount == 2 })
+
+        // Broadcast in rounds and let the fast watcher read each round fully before the next: it never lags,
+        // while the slow one's socket and output buffer fill up.
+        var iterator = fast.makeAsyncIterator()
+        _ = try await iterator.next()  // hello
+        let rounds = 40, perRound = 500
+        var fastNumbers: [Int] = []
+        var queuedToSlow = 0
+        for round in 0..<rounds {
+            for index in 0..<perRound {
+                let number = round * perRound + index
+                queuedToSlow += server.broadcast(Self.event(number)) == 2 ? 1 : 0
+            }
+            while fastNumbers.count < (round + 1) * perRound {
+                guard let line = try await iterator.next(), let number = Self.number(in: line) else {
+                    Issue.record("fast watcher's stream ended")
+                    return
+                }
+                fastNumbers.append(number)
+            }
+        }
+        let total = rounds * perRound
+        #expect(fastNumbers == Array(0..<total))
+        #expect(queuedToSlow < total, "the slow watcher should have missed events")
+
+        // The slow watcher catches up: what it missed is reported once, before the next event, and nothing
+        // is lost silently.
+        let slowLines = try await onThread { () -> [String] in
+            var lines: [String] = []
+            var pending: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            var sentFinal = false
+            while true {
+                let count = chunk.withUnsafeMutableBytes { recv(slow.fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                pending += chunk[0..<count]
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: pending[..<newline], as: UTF8.self))
+                    pending.removeSubrange(...newline)
+                }
+                if !sentFinal, lines.contains(where: { $0.contains("watcher-lagged") }) {
+                    sentFinal = true
+                    server.broadcast(Self.event(-1))
+                }
+                if lines.last.map({ $0.contains("\"n\":-1") }) == true { break }
+            }
+            return lines
+        }
+        #expect(slowLines.first == #"{"ok":true,"watching":true}"#)
+        #expect(slowLines.dropFirst().first == #"{"type":"hello"}"#)
+        let laggedIndex = try #require(slowLines.firstIndex { $0.contains("watcher-lagged") })
+        let lagged = try object(slowLines[laggedIndex])
+        #expect(lagged["type"] as? String == "error")
+        #expect(lagged["code"] as? String == "watcher-lagged")
+        let message = try #require(lagged["message"] as? String)
+        let missed = try #require(Int(message.split(separator: " ")[1]))
+        #expect(message == "missed \(missed) events")
+
+        let delivered = slowLines[2..<laggedIndex].compactMap { Self.number(in: Array($0.utf8)) }
+        #expect(delivered == Array(0..<delivered.count), "delivered events are a gap-free prefix")
+        #expect(delivered.count == queuedToSlow)
+        #expect(delivered.count + missed == total)
+        #expect(slowLines[(laggedIndex + 1)...].map { Self.number(in: Array($0.utf8)) } == [-1])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aStalledClientIsDisconnectedAndAnIdleOneIsNot() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 16 * 1024, stallTimeout: .milliseconds(300))
+        let handler = StubHandler()
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: handler.handler)
+        defer { server.stop() }
+        let path = server.path
+
+        let stalled = try RawSocket(path: path)
+        stalled.write("{\"command\":\"watch\"}\n")
+        #expect(await waitUntil { handler.watchers.value.count == 1 })
+        let idle = try RawSocket(path: path)
+        idle.write("{\"command\":\"watch\"}\n")
+        #expect(await waitUntil { server.watcherCount == 2 })
+        let stalledConnection = try #require(handler.watchers.value.first)
+
+        // Fill the stalled watcher's socket and output buffer; the idle watcher has nothing pending.
+        var sent = 0
+        while stalledConnection.send(Self.event(sent)) { sent += 1 }
+        #expect(sent > 100)
+        #expect(await waitUntil(.seconds(10)) { server.connectionCount == 1 })
+        #expect(!stalledConnection.isOpen)
+        #expect(server.watcherCount == 1)
+        // The idle watcher was never at risk: it is still served.
+        #expect(server.broadcast(Self.event(1)) == 1)
+        let lines = try await onThread { () -> [String] in
+            idle.shutdownWrite()
+            var all: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !String(decoding: all, as: UTF8.self).contains("\"n\":1") {
+                let count = chunk.withUnsafeMutableBytes { recv(idle.fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                all += chunk[0..<count]
+            }
+            return String(decoding: all, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        #expect(lines.count == 3)
+        _ = stalled
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aClientPipeliningWithoutReadingIsHeldBackAndLosesNoReply() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 4096, maxPendingRequests: 4)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration) { request, _ in
+            .success(["command": request.command])
+        }
+        defer { server.stop() }
+        let socket = try RawSocket(path: server.path)
+        let requests = 20_000
+
+        // Write everything before reading anything: the server must stop reading rather than buffer replies.
+        let writer = Task {
+            try await onThread {
+                let line = "{\"command\":\"status\"}\n"
+                socket.write(String(repeating: line, count: requests))
+                socket.shutdownWrite()
+            }
+        }
+        let lines = try await onThread { socket.readToEnd() }
+        try await writer.value
+        #expect(lines.count == requests)
+        #expect(Set(lines) == [#"{"ok":true,"command":"status"}"#])
+    }
+
+    @Test func connectionsBeyondTheLimitAreRefusedWithAReason() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxConnections: 3)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: StubHandler().handler)
+        defer { server.stop() }
+        let path = server.path
+
+        try await onThread {
+            let kept = try (0..<3).map { _ in try ControlClient(path: path) }
+            for client in kept { _ = try client.request(.status) }
+            let extra = try ControlClient(path: path)
+            let line = String(decoding: try extra.readLine(timeout: .seconds(5)), as: UTF8.self)
+            #expect(try errorCode(line) == "too-many-connections")
+            #expect {
+                try extra.readLine(timeout: .seconds(5))
+            } throws: { ($0 as? ControlError)?.code == .connectionClosed }
+            for client in kept { _ = try client.request(.status) }
+        }
+        // Once one leaves, a new client is served.
+        #expect(await waitUntil { server.connectionCount == 0 })
+        #expect(try await onThread { try ControlClient.request(.status, path: path) }.text.hasPrefix("{\"ok\":true"))
+    }
+
+    @Test func aClientThatSendsNothingIsLeftAlone() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ControlServer(path: directory.socket(), handler: StubHandler().handler)
+        defer { server.stop() }
+        let path = server.path
+        let quiet = try RawSocket(path: path)
+        #expect(await waitUntil { server.connectionCount == 1 })
+        #expect(try await onThread { try ControlClient.request(.status, path: path) }.text.hasPrefix("{\"ok\":true"))
+        #expect(server.connectionCount == 1)
+        _ = quiet
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import LocationCore
+import Testing
+
+@testable import LocationControl
+
+@Suite("Control protocol encoding")
+struct ControlProtocolTests {
+    @Test func decodesEveryCommand() throws {
+        #expect(try ControlRequest(line: Array(#"{"command":"current","timeout":5,"accuracy":50}"#.utf8))
+            == .current(timeout: .seconds(5), accuracy: 50))
+        #expect(try ControlRequest(line: Array(#"{"command":"current"}"#.utf8)) == .current(timeout: nil, accuracy: nil))
+        #expect(try ControlRequest(line: Array(#"{"command":"current","timeout":2.5}"#.utf8))
+            == .current(timeout: .milliseconds(2500), accuracy: nil))
+        #expect(try ControlRequest(line: Array(#"{"command":"state"}"#.utf8)) == .state(set: nil))
+        #expect(try ControlRequest(line: Array(#"{"command":"state","set":"background"}"#.utf8))
+            == .state(set: "background"))
+        #expect(try ControlRequest(line: Array(#"{"command":"status","extra":1}"#.utf8)) == .status)
+        #expect(try ControlRequest(line: Array("{\"command\":\"watch\"}\r".utf8)) == .watch)
+    }
+
+    @Test func encodedRequestsDecodeBackToThemselves() throws {
+        let requests: [ControlRequest] = [
+            .current(timeout: .seconds(5), accuracy: 50), .current(timeout: .milliseconds(1500), accuracy: nil),
+            .current(timeout: nil, accuracy: 12.5), .state(set: nil), .state(set: "suspended"), .status, .watch,
+        ]
+        for request in requests {
+            let line = request.jsonLine
+            #expect(line.last == UInt8(ascii: "\n"))
+            #expect(try ControlRequest(line: line.dropLast()) == request)
+        }
+        #expect(String(decoding: ControlRequest.current(timeout: .seconds(5), accuracy: 50).jsonLine, as: UTF8.self)
+            == "{\"command\":\"current\",\"timeout\":5,\"accuracy\":50}\n")
+    }
+
+    @Test(arguments: [
+        ("{\"command\":", "bad-request"),
+        ("[1,2]", "bad-request"),
+        ("\"status\"", "bad-request"),
+        ("{\"command\":\"current\",\"timeout\":\"soon\"}", "bad-request"),
+        ("{\"command\":\"current\",\"timeout\":-1}", "bad-request"),
+        ("{\"command\":\"current\",\"accuracy\":0}", "bad-request"),
+        ("{\"command\":42}", "bad-request"),
+        ("{\"command\":\"state\",\"set\":\"\"}", "bad-request"),
+        ("{}", "unknown-command"),
+        ("{\"command\":\"fly\"}", "unknown-command"),
+    ])
+    func rejectsInvalidRequests(line: String, code: String) {
+        #expect {
+            try ControlRequest(line: Array(line.utf8))
+        } throws: { error in
+            (error as? ControlError)?.code.rawValue == code
+        }
+    }
+
+    @Test func unknownCommandIsNamed() {
+        #expect(throws: ControlError.self) { try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8)) }
+        do {
+            _ = try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8))
+        } catch {
+            #expect(error.message.contains("\"fly\""))
+        }
+    }
+
+    @Test func invalidUTF8IsABadRequest() {
+        #expect {
+            try ControlRequest(line: [0x7B, 0xFF, 0x7D])
+        } throws: { ($0 as? ControlError)?.code == .badRequest }
+    }
+
+    @Test func replyShapes() throws {
+        #expect(ControlReply.state(.background, executingInBackground: true, policy: .reduced).text
+            == #"{"ok":true,"state":"background","executingInBackground":true,"policy":"reduced"}"#)
+        #expect(ControlReply.watching.text == #"{"ok":true,"watching":true}"#)
+        #expect(ControlReply.failure(.badRequest, "line \"2\"\nbroken").text
+            == #"{"ok":false,"error":{"code":"bad-request","message":"line \"2\"\nbroken"}}"#)
+        #expect(ControlReply.failure(LocationError(.noFix, "none")).text
+            == #"{"ok":false,"error":{"code":"no-fix","message":"none"}}"#)
+        #expect(ControlReply.status(json: Array("{\n  \"a\": 1,\r\n  \"b\": [2]\n}\n".utf8)).text
+            == #"{"ok":true,"status":{   "a": 1,    "b": [2] }}"#)
+        #expect(ControlReply.status(json: Array("[1]".utf8)).isSuccess == false)
+
+        struct Fields: Encodable { var journal = "/var/lib/locationd/journal" }
+        #expect(ControlReply.success(Fields()).text == #"{"ok":true,"journal":"/var/lib/locationd/journal"}"#)
+        struct Empty: Encodable {}
+        #expect(ControlReply.success(Empty()).text == #"{"ok":true}"#)
+
+        let location = ControlReply.location(ControlFixtures.location)
+        #expect(location.line.last == UInt8(ascii: "\n"))
+        #expect(location.line.dropLast().contains(UInt8(ascii: "\n")) == false)
+        let response = try ControlResponse(line: Array(location.line.dropLast()))
+        #expect(try response.decode(Location.self, forKey: "location") == ControlFixtures.location)
+        #expect(location.text.hasPrefix(#"{"ok":true,"location":{"altitude":34,"fixMode":"3D","#))
+        #expect(location.text.contains(#""timestamp":"2024-05-01T06:00:00Z""#))
+    }
+
+    @Test func failureRepliesBecomeTheirErrors() {
+        #expect {
+            try ControlResponse(line: Array(ControlReply.failure(LocationError(.noFix, "no fix in 5 s")).line.dropLast()))
+        } throws: { error in
+            let error = error as? ControlError
+            return error?.code.rawValue == "no-fix" && error?.message == "no fix in 5 s"
+        }
+        #expect {
+            try ControlResponse(line: Array("{\"type\":\"location\"}".utf8))
+        } throws: { ($0 as? ControlError)?.code == .protocolError }
+        #expect {
+            try ControlResponse(line: Array("not json".utf8))
+        } throws: { ($0 as? ControlError)?.code == .protocolError }
+    }
+
+    @Test func socketErrorsAreClassified() {
+        #expect(ControlError.system("bind", path: "/run/locationd/s", errno: EACCES).code == .permissionDenied)
+        #expect(ControlError.system("bind", path: "/run/locationd/s", errno: EACCES).message
+            .contains("/run/locationd/s"))
+        #expect(ControlError.system("connect to", path: "/x", errno: ECONNREFUSED).code == .notListening)
+        #expect(ControlError.system("bind", path: "/x", errno: EIO).code == .io)
+    }
+}
