@@ -197,6 +197,11 @@ public final class Application: Sendable {
         }
     }
 
+    /// Returns once every lifecycle message caused so far has reached its observers.
+    public func waitForPendingEvents() async {
+        await delivery.waitUntilDelivered()
+    }
+
     // MARK: - Background tasks
 
     /// Marks the start of work that should finish even if the app moves to the background.

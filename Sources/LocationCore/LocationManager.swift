@@ -260,6 +260,14 @@ public final class LocationManager: Sendable {
         }
     }
 
+    /// Returns once every delegate call and `updates` element caused so far has been delivered.
+    ///
+    /// Callbacks run on whichever thread drains the queue first; call this before acting on "everything
+    /// so far has been seen", such as closing an output file.
+    public func waitForPendingDeliveries() async {
+        await delivery.waitUntilDelivered()
+    }
+
     /// Stops the source and flushes the journal to disk: call before a graceful exit.
     /// Held fixes stay in the journal for the next start.
     public func shutdown() {

@@ -31,6 +31,14 @@ package final class SerialDelivery: Sendable {
         while let work = next() { work() }
     }
 
+    /// Returns once everything enqueued before the call has run, whichever thread runs it.
+    package func waitUntilDelivered() async {
+        await withCheckedContinuation { continuation in
+            enqueue { continuation.resume() }
+            drain()
+        }
+    }
+
     private func next() -> (@Sendable () -> Void)? {
         state.withLock { state in
             guard state.head < state.pending.count else {

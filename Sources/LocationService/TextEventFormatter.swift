@@ -37,7 +37,7 @@ public enum TextEventFormatter {
         parts.append(location.speed.map { pad(fixed($0, 1), 7) + " m/s" } ?? pad("– m/s", 11))
         parts.append(location.course.map { pad(fixed($0, 1) + "°", 7) } ?? pad("–", 7))
         parts.append(location.fixMode?.rawValue ?? "  ")
-        if let satellites = location.satellitesUsed { parts.append("\(satellites) sats") }
+        if let satellites = location.satellitesUsed { parts.append(pad(String(satellites), 2) + " sats") }
         if location.isSimulated { parts.append("(simulated)") }
         return parts.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }

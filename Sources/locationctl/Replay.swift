@@ -134,8 +134,11 @@ struct Replay: AsyncParsableCommand {
         }
         progress?.stop()
         manager.stopUpdatingLocation()
+        await manager.waitForPendingDeliveries()
         // Fixes still held when the track ends are delivered rather than lost.
         if manager.heldCount > 0 { try? application.transition(to: .active) }
+        await application.waitForPendingEvents()
+        await manager.waitForPendingDeliveries()
         for failure in driver.failures { writer.write(.error(failure)) }
         withExtendedLifetime((manager, recorder)) {}
         do { try writer.finish() } catch { throw CommandFailure.badData(error.message) }

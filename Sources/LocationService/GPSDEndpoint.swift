@@ -1,0 +1,52 @@
+import LocationCore
+
+/// A gpsd address given as `HOST[:PORT]`: `localhost`, `gps.local:2948`, `192.168.1.5`, `[::1]:2947`.
+public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
+    /// The host name or address (without brackets).
+    public var host: String
+    /// The TCP port; 2947 when not given.
+    public var port: Int
+
+    /// Creates an endpoint.
+    public init(host: String = "localhost", port: Int = 2947) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST[:PORT]`; throws ``LocationError/Code/invalidConfiguration`` saying what is wrong.
+    public init(parsing text: String) throws(LocationError) {
+        func bad(_ reason: String) -> LocationError {
+            LocationError(.invalidConfiguration, "gpsd address '\(text)': \(reason); use HOST[:PORT], such as localhost:2947")
+        }
+        var host = Substring(text)
+        var portText: Substring?
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { throw bad("unclosed '['") }
+            let rest = host[host.index(after: close)...]
+            host = host[host.index(after: host.startIndex)..<close]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { throw bad("unexpected text after ']'") }
+                portText = rest.dropFirst()
+            }
+        } else if host.filter({ $0 == ":" }).count == 1, let colon = host.firstIndex(of: ":") {
+            portText = host[host.index(after: colon)...]
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { throw bad("the host is empty") }
+        guard !host.contains(where: { $0.isWhitespace }) else { throw bad("the host contains spaces") }
+        var port = 2947
+        if let portText {
+            guard let value = Int(portText), (1...65_535).contains(value) else {
+                throw bad("port '\(portText)' is not a number in 1...65535")
+            }
+            port = value
+        }
+        self.host = String(host)
+        self.port = port
+    }
+
+    /// `host:port`, with brackets around IPv6 addresses.
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}

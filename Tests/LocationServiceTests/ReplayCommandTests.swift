@@ -1,0 +1,158 @@
+import Foundation
+import LocationCore
+import LocationGPX
+import LocationTesting
+import Testing
+
+@Suite("locationctl replay, end to end")
+struct ReplayCommandTests {
+    @Test("jsonl: one object per line, every location of the track, in order")
+    func jsonl() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 300)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "jsonl"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try jsonObjects(result.lines)
+        let locations = objects.filter { $0["type"] as? String == "location" }
+        #expect(locations.count == 300)
+        let times = locations.compactMap { $0["timestamp"] as? String }
+        #expect(times == LocationFixtures.walk(count: 300).map { RFC3339.string(from: $0.timestamp) })
+        #expect(locations.allSatisfy { $0["isSimulated"] as? Bool == true && $0["source"] as? String == "walk.gpx" })
+        #expect(result.stderr.isEmpty, "no progress display when output is piped: \(result.stderr)")
+    }
+
+    @Test("text: one aligned line per location, with units")
+    func text() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast"], in: directory)
+        #expect(result.status == 0)
+        let locationLines = result.lines.filter { $0.hasPrefix("2024-") }
+        #expect(locationLines.count == 5)
+        #expect(locationLines[0].contains("52.520008 N"))
+        #expect(locationLines[0].contains("13.404954 E"))
+        #expect(locationLines[0].contains(" m/s"))
+        #expect(locationLines[0].contains("±4.5 m"))
+        #expect(Set(locationLines.map { $0.count }).count == 1, "lines are aligned")
+    }
+
+    @Test("gpx: a valid GPX file that reads back to the same fixes")
+    func gpxOutput() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 50)
+        let output = directory.file("out.gpx")
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", output], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let read = try GPXReader.readLocations(contentsOf: output)
+        #expect(read.count == 50)
+        #expect(read.map(\.timestamp) == LocationFixtures.walk(count: 50).map(\.timestamp))
+    }
+
+    @Test("a lifecycle script shows background, suspension and one flushed batch, deterministically")
+    func lifecycleScript() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 600)
+        let arguments = [
+            "replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "30", "--reduced-accuracy", "10",
+            "--lifecycle", "60s:background,120s:suspended,300s:active",
+        ]
+        let first = try Tool.run("locationctl", arguments, in: directory)
+        let second = try Tool.run("locationctl", arguments, in: directory)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout == second.stdout, "--fast replays are deterministic")
+        let objects = try jsonObjects(first.lines)
+        let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
+        #expect(states == ["inactive", "active", "inactive", "background", "suspended", "inactive", "active"])
+        let batchIndex = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
+        let count = try #require(objects[batchIndex]["count"] as? Int)
+        #expect(objects[batchIndex]["reason"] as? String == "foreground")
+        // Suspended from 120 s to 300 s with one acquisition every 30 s of track time.
+        #expect(count == 6)
+        let batch = objects[(batchIndex + 1)...].prefix(count)
+        #expect(batch.allSatisfy { $0["type"] as? String == "location" })
+        let seconds = batch.compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date.timeIntervalSince(LocationFixtures.epoch) }
+        #expect(seconds == seconds.sorted())
+        #expect(zip(seconds, seconds.dropFirst()).allSatisfy { $1 - $0 >= 29 })
+        // In the background (60–120 s) only reduced fixes are delivered live.
+        let live = objects.prefix(batchIndex).filter { $0["type"] as? String == "location" }
+        #expect(live.count > 60 && live.count < 70)
+        // The lifecycle moves at the first delivered fix at or after each script time: while duty-cycled
+        // (acquisitions at 121, 151, …, 301 s) that is 301 s; from there every epoch is delivered again.
+        let after = objects[(batchIndex + 1 + count)...].filter { $0["type"] as? String == "location" }
+        #expect(after.count == 299)
+        #expect(after.first?["timestamp"] as? String == "2024-05-01T06:05:01Z")
+    }
+
+    @Test("fixes still held at the end of the track are delivered, not lost")
+    func heldAtEnd() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 200)
+        let result = try Tool.run(
+            "locationctl",
+            ["replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "20", "--lifecycle", "100s:suspended"],
+            in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try jsonObjects(result.lines)
+        let batch = try #require(objects.first { $0["type"] as? String == "batch" })
+        // Held: the fix at 100 s that met the suspension, then one per 20 s from 101 s to 181 s.
+        #expect(batch["count"] as? Int == 6)
+    }
+
+    @Test(
+        "exit codes follow sysexits and errors are one clear line",
+        arguments: [
+            (["replay", "/nonexistent/track.gpx"], Int32(66), "/nonexistent/track.gpx: no such file"),
+            (["replay", "TRACK", "--speed", "2", "--fast"], 64, "use either --speed or --fast"),
+            (["replay", "TRACK", "--lifecycle", "soon:background"], 64, "lifecycle script entry 1"),
+            (["replay", "TRACK", "--speed", "0"], 64, "--speed must be a positive number"),
+            (["replay", "TRACK", "--reduced-interval", "0"], 64, "reduced interval must be a positive number"),
+            (["replay", "BROKEN", "--fast"], 65, "broken.gpx"),
+            (["replay", "TRACK", "--config", "/nonexistent/locationd.yaml"], 64, "configuration file /nonexistent/locationd.yaml does not exist"),
+            (["frobnicate"], 64, "Unexpected argument"),
+        ])
+    func exitCodes(arguments: [String], status: Int32, message: String) throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 3)
+        let broken = directory.file("broken.gpx")
+        try Data("<gpx version=\"1.1\"><trk><trkseg><trkpt lat=\"1\" lon=\"2\"><time>2024-01-01T00:00:00Z</time></trkpt>".utf8)
+            .write(to: URL(fileURLWithPath: broken))
+        let resolved = arguments.map { $0 == "TRACK" ? track : $0 == "BROKEN" ? broken : $0 }
+        let result = try Tool.run("locationctl", resolved, in: directory)
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test("Ctrl-C during a real-time replay ends cleanly with a complete GPX file")
+    func interruptKeepsGPXValid() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 3600)
+        let output = directory.file("partial.gpx")
+        let (process, _, _) = try Tool.start(
+            "locationctl", ["replay", track, "--speed", "20", "--format", "gpx", "--output", output], in: directory)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, ((try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0) < 4000 {
+            usleep(20_000)
+        }
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let read = try GPXReader.readLocations(contentsOf: output)
+        #expect(read.count > 0 && read.count < 3600)
+    }
+
+    @Test("every real GPX file in the shared test data replays", arguments: [
+        "gpxpy__gpx1.1_with_all_fields.gpx", "gpxpy__track_with_speed.gpx", "gpsbabel__mtk_logger_m241_multiple_tracks.gpx",
+        "gpxpy__route.gpx", "gpxpy__cerknicko-without-times.gpx", "gpsbabel__expertgps.gpx",
+    ])
+    func realFiles(name: String) throws {
+        guard let data = sharedTestData else {
+            print("SKIPPED: ../shared/testdata is not beside the checkout")
+            return
+        }
+        let directory = TemporaryDirectory()
+        let result = try Tool.run("locationctl", ["replay", data + "/gpx/" + name, "--fast", "--format", "jsonl"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let locations = try jsonObjects(result.lines).filter { $0["type"] as? String == "location" }
+        #expect(!locations.isEmpty)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import LocationCore
+import LocationGPX
+import LocationTesting
+import Testing
+
+/// The result of running one of the built executables.
+struct ToolResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+}
+
+/// Runs the project's executables as a user would, with files for standard output and error.
+enum Tool {
+    /// The directory holding the built executables (next to the test bundle).
+    static let binDirectory: URL = {
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 where !FileManager.default.fileExists(atPath: url.appendingPathComponent("locationctl").path) {
+            url.deleteLastPathComponent()
+        }
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("locationctl").path) { return url }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug")
+    }()
+
+    /// Starts `name` with `arguments`; the caller waits for it.
+    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: TemporaryDirectory) throws -> (Process, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = binDirectory.appendingPathComponent(name)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_RUNTIME_DIR"] = directory.path
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = directory.file("\(name)-\(UUID().uuidString).out")
+        let err = directory.file("\(name)-\(UUID().uuidString).err")
+        FileManager.default.createFile(atPath: out, contents: nil)
+        FileManager.default.createFile(atPath: err, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        process.standardError = FileHandle(forWritingAtPath: err)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return (process, out, err)
+    }
+
+    /// Runs `name` to completion (killing it after `timeout` seconds).
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60, in directory: TemporaryDirectory) throws -> ToolResult {
+        let (process, out, err) = try start(name, arguments, environment: environment, in: directory)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            Issue.record("\(name) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
+        }
+        process.waitUntilExit()
+        return ToolResult(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+}
+
+/// A fresh temporary directory removed when the test ends.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "lsvc-" + String(UUID().uuidString.prefix(8))
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes a GPX track of walk fixes (one per second) and returns its path.
+    func track(_ name: String = "walk.gpx", count: Int) throws -> String {
+        let path = file(name)
+        let writer = try GPXWriter(path: path)
+        try writer.write(contentsOf: LocationFixtures.walk(count: count))
+        try writer.finish()
+        return path
+    }
+}
+
+/// Decodes JSON lines into objects.
+func jsonObjects(_ lines: [String]) throws -> [[String: Any]] {
+    try lines.map { line in
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+        return try #require(object as? [String: Any], "not an object: \(line)")
+    }
+}
+
+/// The shared test data folder beside the checkout, if present.
+let sharedTestData: String? = {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let path = root.deletingLastPathComponent().appendingPathComponent("shared/testdata").path
+    return FileManager.default.fileExists(atPath: path) ? path : nil
+}()
