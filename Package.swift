@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LocationGPX", targets: ["LocationGPX"]),
         .library(name: "LocationService", targets: ["LocationService"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
+        .executable(name: "locationd", targets: ["locationd"]),
         .library(name: "LocationControl", targets: ["LocationControl"]),
     ],
     dependencies: [
@@ -75,17 +76,35 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        .target(
+            name: "LocationCommandLine",
+            dependencies: [
+                "LocationCore", "LocationGPX", "LocationService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "locationctl",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "locationd",
+            dependencies: [
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
             name: "LocationServiceTests",
-            dependencies: ["LocationService", "LocationCore", "LocationTesting", "locationctl"]
+            dependencies: ["LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd"]
         ),
         .testTarget(
             name: "LocationGPSDTests",

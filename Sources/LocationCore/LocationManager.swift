@@ -224,6 +224,14 @@ public final class LocationManager: Sendable {
     /// - Throws: ``LocationError/Code/noFix`` when no fix arrived in time; the source's error if it
     ///   failed; ``LocationError/Code/cancelled`` if the calling task was cancelled.
     public func requestLocation(timeout: Duration) async throws(LocationError) -> Location {
+        try await requestLocation(timeout: timeout, desiredAccuracy: desiredAccuracy)
+    }
+
+    /// Gets one fix: the first at least `desiredAccuracy` metres accurate (any fix when `nil`), else the
+    /// best seen when `timeout` ends. Otherwise as ``requestLocation(timeout:)``.
+    public func requestLocation(
+        timeout: Duration, desiredAccuracy: Double?
+    ) async throws(LocationError) -> Location {
         let id = state.withLock { state -> Int in
             state.nextRequestID += 1
             return state.nextRequestID
@@ -239,7 +247,7 @@ public final class LocationManager: Sendable {
                     }
                     state.withLock { state in
                         var request = Request(
-                            selector: AcquisitionSelector(desiredAccuracy: state.configuration.desiredAccuracy),
+                            selector: AcquisitionSelector(desiredAccuracy: desiredAccuracy),
                             continuation: continuation)
                         request.timer = Task { [weak self] in
                             do { try await timeline.sleep(until: deadline) } catch { return }

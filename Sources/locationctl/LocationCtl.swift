@@ -11,6 +11,6 @@ struct LocationCtl: AsyncParsableCommand {
             Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, \
             69 gpsd or locationd unreachable, 75 no fix within the timeout.
             """,
-        subcommands: [Replay.self]
+        subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
     )
 }

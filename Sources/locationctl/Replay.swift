@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationCommandLine
 import LocationCore
 import LocationGPX
 import LocationService
@@ -21,26 +22,7 @@ struct Replay: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The GPX file to play.", valueName: "FILE.gpx"))
     var file: String
 
-    @Option(help: ArgumentHelp("Play this many times faster than recorded (any positive number).", valueName: "X"))
-    var speed: Double?
-
-    @Flag(help: "Play as fast as possible.")
-    var fast = false
-
-    @Flag(help: "Start over after the last point, until interrupted.")
-    var loop = false
-
-    @Option(name: .customLong("start-at"), help: ArgumentHelp("Start at this point (0-based).", valueName: "N"))
-    var startAt: Int?
-
-    @Option(name: .customLong("max-gap"), help: ArgumentHelp("Shorten gaps between segments to this many seconds (default 10).", valueName: "SEC"))
-    var maxGap: Double?
-
-    @Option(name: .customLong("untimed-speed"), help: ArgumentHelp("Speed along points without times, m/s (default 5).", valueName: "MPS"))
-    var untimedSpeed: Double?
-
-    @Option(help: ArgumentHelp("Timestamps as recorded, or rebased to now.", valueName: "recorded|now"))
-    var timestamps: TimestampChoice = .recorded
+    @OptionGroup var replayOptions: ReplayOptions
 
     @Option(help: ArgumentHelp("high: the app stays in the foreground; reduced: it runs in the background.", valueName: "high|reduced"))
     var policy: AccuracyPolicy = .high
@@ -56,20 +38,6 @@ struct Replay: AsyncParsableCommand {
 
     @OptionGroup var policyOptions: PolicyOptions
 
-    enum TimestampChoice: String, ExpressibleByArgument, CaseIterable {
-        case recorded, now
-    }
-
-    func validate() throws {
-        if fast, speed != nil { throw ValidationError("use either --speed or --fast, not both") }
-        if let speed, !(speed.isFinite && speed > 0) { throw ValidationError("--speed must be a positive number, got \(speed)") }
-        if let startAt, startAt < 0 { throw ValidationError("--start-at must be 0 or more, got \(startAt)") }
-        if let maxGap, !(maxGap.isFinite && maxGap >= 0) { throw ValidationError("--max-gap must be 0 or more seconds") }
-        if let untimedSpeed, !(untimedSpeed.isFinite && untimedSpeed > 0) {
-            throw ValidationError("--untimed-speed must be a positive number of metres per second")
-        }
-    }
-
     func run() async throws {
         try await runReportingFailures {
             try await replay()
@@ -78,26 +46,16 @@ struct Replay: AsyncParsableCommand {
 
     private func replay() async throws {
         let settings = try await policyOptions.resolve()
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw CommandFailure.missingInput("\(file): no such file")
-        }
-        guard FileManager.default.isReadableFile(atPath: file) else {
-            throw CommandFailure.missingInput("\(file): permission denied")
-        }
+        try ReplayOptions.checkReadable(file)
         let script: LifecycleScript
         do { script = try LifecycleScript(parsing: lifecycle ?? "") } catch { throw CommandFailure.usage(error.message) }
 
-        var options = GPXReplaySource.Options()
-        options.pacing = fast ? .asFastAsPossible : .speedFactor(speed ?? 1)
-        options.loop = loop
-        if let startAt { options.start = .index(startAt) }
-        if let maxGap { options.maxGap = .seconds(maxGap) }
-        if let untimedSpeed { options.untimedSpeed = untimedSpeed }
-        options.timestamps = timestamps == .now ? .rebasedToNow : .recorded
-
+        let options = replayOptions.sourceOptions
         signal(SIGPIPE, SIG_IGN)
-        let writer = try EventWriter(format: format, path: output, flushEachEvent: !fast && output == nil)
+        let writer: EventWriter
+        do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast && output == nil) } catch {
+            throw CommandFailure.cannotCreate(error.message)
+        }
         let driver = TrackTimeLifecycle(script: script)
         let application = Application(configuration: settings.applicationConfiguration, clock: driver.clock)
         let ended = AsyncStream.makeStream(of: LocationSourceStatus.self)

@@ -1,4 +1,5 @@
 import Foundation
+import LocationCommandLine
 import LocationCore
 
 /// A one-line progress display on standard error, refreshed twice a second while a replay runs.

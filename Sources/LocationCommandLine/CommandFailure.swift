@@ -1,0 +1,61 @@
+import Foundation
+import LocationCore
+
+/// A failure that ends a command: one line on standard error and a sysexits code.
+public struct CommandFailure: Error, CustomStringConvertible {
+    /// The sysexits code.
+    public var exitCode: Int32
+    /// The line printed after the program name.
+    public var message: String
+
+    /// Creates a failure with a sysexits code and a message.
+    public init(exitCode: Int32, message: String) {
+        self.exitCode = exitCode
+        self.message = message
+    }
+
+    /// 64: the command line or configuration is wrong.
+    public static func usage(_ message: String) -> CommandFailure { CommandFailure(exitCode: 64, message: message) }
+    /// 65: the input data is malformed.
+    public static func badData(_ message: String) -> CommandFailure { CommandFailure(exitCode: 65, message: message) }
+    /// 66: an input file is missing or unreadable.
+    public static func missingInput(_ message: String) -> CommandFailure { CommandFailure(exitCode: 66, message: message) }
+    /// 69: gpsd or locationd cannot be reached.
+    public static func unavailable(_ message: String) -> CommandFailure { CommandFailure(exitCode: 69, message: message) }
+    /// 73: an output file or socket cannot be created.
+    public static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(exitCode: 73, message: message) }
+    /// 75: no fix arrived within the timeout.
+    public static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
+
+    /// The exit code that goes with a location error.
+    public static func from(_ error: LocationError) -> CommandFailure {
+        switch error.code {
+        case .sourceUnavailable: .unavailable(error.message)
+        case .noFix: .noFix(error.message)
+        case .invalidConfiguration, .invalidTransition: .usage(error.message)
+        case .journalIO: .cannotCreate(error.message)
+        default: .badData(error.message)
+        }
+    }
+
+    /// The message.
+    public var description: String { message }
+
+    /// Prints `program: message` on standard error and exits with the code.
+    public func exit() -> Never {
+        let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
+        FileHandle.standardError.write(Data("\(program): \(message)\n".utf8))
+        Foundation.exit(exitCode)
+    }
+}
+
+/// Runs a command body, turning failures into one line on standard error and the right exit code.
+public func runReportingFailures(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as CommandFailure {
+        failure.exit()
+    } catch let error as LocationError {
+        CommandFailure.from(error).exit()
+    }
+}

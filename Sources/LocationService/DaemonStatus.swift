@@ -1,0 +1,73 @@
+import Foundation
+import LocationCore
+
+/// What `locationd` reports for `status`: lifecycle, policy, source, last fix, batch and journal.
+public struct DaemonStatus: Codable, Sendable, Hashable {
+    /// The lifecycle state.
+    public var state: ApplicationState
+    /// Whether the app runs in the background.
+    public var executingInBackground: Bool
+    /// The accuracy policy in effect.
+    public var policy: AccuracyPolicy
+    /// The source's name, such as `gpsd localhost:2947` or `replay demo.gpx`.
+    public var source: String
+    /// The source's connection and fix state.
+    public var sourceStatus: LocationSourceStatus
+    /// The last fix, if any.
+    public var lastFix: Location?
+    /// Seconds since the last fix arrived at the daemon, if any.
+    public var lastFixAge: Double?
+    /// Fixes held for the next foreground.
+    public var held: Int
+    /// Held fixes dropped for lack of room since the daemon started.
+    public var dropped: Int
+    /// The journal file, if any.
+    public var journal: String?
+    /// Clients watching the event stream.
+    public var watchers: Int
+    /// Seconds since the daemon started.
+    public var uptime: Double
+
+    /// Creates a status report.
+    public init(
+        state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy, source: String,
+        sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, dropped: Int,
+        journal: String?, watchers: Int, uptime: Double
+    ) {
+        self.state = state
+        self.executingInBackground = executingInBackground
+        self.policy = policy
+        self.source = source
+        self.sourceStatus = sourceStatus
+        self.lastFix = lastFix
+        self.lastFixAge = lastFixAge
+        self.held = held
+        self.dropped = dropped
+        self.journal = journal
+        self.watchers = watchers
+        self.uptime = uptime
+    }
+
+    /// Aligned `label: value` lines for people.
+    public var text: String {
+        let fix: String
+        if let lastFix, let lastFixAge {
+            fix = TextEventFormatter.line(lastFix) + String(format: "  (%.1f s ago)", lastFixAge)
+        } else {
+            fix = "none yet"
+        }
+        let rows: [(String, String)] = [
+            ("state", state.rawValue + (executingInBackground ? " (executing in background)" : "")),
+            ("policy", policy.rawValue),
+            ("source", "\(source) (\(sourceStatus.rawValue))"),
+            ("last fix", fix),
+            ("held", "\(held) \(held == 1 ? "fix" : "fixes")"),
+            ("dropped", "\(dropped)"),
+            ("journal", journal ?? "none (held fixes are kept in memory only)"),
+            ("watchers", "\(watchers)"),
+            ("uptime", String(format: "%.0f s", uptime)),
+        ]
+        return rows.map { label, value in (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + value }
+            .joined(separator: "\n")
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import LocationCore
+
+/// Reads the JSON lines that ``JSONLineEncoder`` writes back into ``ServiceEvent``s.
+public enum ServiceEventDecoder {
+    private struct Header: Decodable {
+        var type: String
+        var state: String?
+        var count: Int?
+        var reason: String?
+        var code: String?
+        var message: String?
+    }
+
+    /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event.
+    public static func event(_ line: [UInt8]) throws(LocationError) -> ServiceEvent {
+        let data = Data(line)
+        let decoder = JSONDecoder()
+        let header: Header
+        do { header = try decoder.decode(Header.self, from: data) } catch {
+            throw LocationError(.invalidData, "not an event line: \(preview(line))")
+        }
+        switch header.type {
+        case "location":
+            do { return .location(try decoder.decode(Location.self, from: data)) } catch {
+                throw LocationError(.invalidData, "bad location event: \(preview(line))")
+            }
+        case "state":
+            guard let state = header.state.flatMap(ApplicationState.init(rawValue:)) else {
+                throw LocationError(.invalidData, "bad state event: \(preview(line))")
+            }
+            return .state(state)
+        case "batch":
+            guard let count = header.count, count >= 0 else { throw LocationError(.invalidData, "bad batch event: \(preview(line))") }
+            return .batch(count: count, reason: header.reason ?? "foreground")
+        case "error":
+            let code = header.code.flatMap(LocationError.Code.init(rawValue:)) ?? .sourceFailed
+            let message = header.message ?? "unknown error"
+            // Codes this build does not know keep their text in the message.
+            let text = header.code.map { LocationError.Code(rawValue: $0) == nil ? "\($0): \(message)" : message } ?? message
+            return .error(LocationError(code, text))
+        default:
+            throw LocationError(.invalidData, "unknown event type '\(header.type)': \(preview(line))")
+        }
+    }
+
+    private static func preview(_ line: [UInt8]) -> String {
+        let text = String(decoding: line.prefix(160), as: UTF8.self)
+        return line.count > 160 ? text + "…" : text
+    }
+}

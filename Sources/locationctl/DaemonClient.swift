@@ -1,0 +1,90 @@
+import Foundation
+import LocationControl
+import LocationCommandLine
+import LocationCore
+import LocationService
+import UnixSignals
+
+/// The `locationctl` side of locationd's control socket, with failures mapped to exit codes.
+enum DaemonClient {
+    /// Turns a control error into the command's failure: unreachable daemon 69, no fix 75, refused state 64.
+    static func failure(_ error: ControlError, socket: String) -> CommandFailure {
+        switch error.code.rawValue {
+        case "no-fix": .noFix(error.message)
+        case "invalid-transition", "bad-request", "unknown-command": .usage(error.message)
+        case ControlError.Code.notListening.rawValue, ControlError.Code.permissionDenied.rawValue,
+            ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
+            ControlError.Code.timeout.rawValue, ControlError.Code.io.rawValue:
+            .unavailable("locationd at \(socket): \(error.message)")
+        default: .badData("locationd at \(socket): \(error.message)")
+        }
+    }
+
+    /// Sends one request and returns the reply, on a thread of its own (the client blocks).
+    static func request(_ request: ControlRequest, socket: String) async throws -> ControlResponse {
+        let result: Result<ControlResponse, ControlError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: Result { () throws(ControlError) in
+                    try ControlClient.request(request, path: socket)
+                })
+            }
+        }
+        switch result {
+        case .success(let response): return response
+        case .failure(let error): throw failure(error, socket: socket)
+        }
+    }
+
+    /// One position from the daemon; `nil` when nothing answers and the socket was not asked for explicitly.
+    static func current(socket: String, timeout: Double, accuracy: Double?, required: Bool) async throws -> Location? {
+        do {
+            let response = try await request(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket)
+            do throws(ControlError) { return try response.decode(Location.self, forKey: "location") } catch {
+                throw CommandFailure.badData("locationd at \(socket): \(error.message)")
+            }
+        } catch let failure as CommandFailure where failure.exitCode == 69 && !required {
+            return nil
+        }
+    }
+
+    /// Streams the daemon's events into `writer` until the limits, a signal, the duration, or the daemon ends it.
+    static func watch(
+        socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Double?
+    ) async throws -> CommandFailure? {
+        let client: ControlClient
+        let lines: AsyncThrowingStream<[UInt8], any Error>
+        do {
+            client = try ControlClient(path: socket)
+            lines = try client.watch()
+        } catch {
+            throw failure(error, socket: socket)
+        }
+        let problem = Locked<CommandFailure?>(nil)
+        let reader = Task {
+            do {
+                for try await line in lines {
+                    do throws(LocationError) {
+                        let event = try ServiceEventDecoder.event(line)
+                        if limits.accept(event) { writer.write(event) }
+                    } catch {
+                        problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
+                        break
+                    }
+                }
+                if problem.value == nil {
+                    problem.withLock { $0 = .unavailable("locationd at \(socket) closed the event stream") }
+                }
+            } catch let error as ControlError {
+                problem.withLock { $0 = failure(error, socket: socket) }
+            } catch {
+                problem.withLock { $0 = .unavailable("locationd at \(socket): \(error)") }
+            }
+            limits.finish(.done)
+        }
+        let outcome = await limits.wait(interrupts: interrupts, duration: duration)
+        reader.cancel()
+        client.close()
+        if outcome == .done, limits.reachedCount { return nil }
+        return outcome == .done ? problem.value : nil
+    }
+}

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import LocationCommandLine
+import LocationCore
+import LocationGPSD
+import LocationService
+import UnixSignals
+
+/// `locationctl watch`: live locations from gpsd, or locationd's event stream.
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print live locations from gpsd or from locationd.",
+        discussion: """
+            With --gpsd (default localhost:2947) a location manager reads gpsd directly, under the high \
+            policy or, with --policy reduced, as a background app. With --socket it prints locationd's \
+            event stream. Ends after --count locations, after --duration seconds, or on Ctrl-C; a GPX \
+            output is completed either way. Exits 69 when gpsd or locationd cannot be reached.
+            """)
+
+    @Option(help: ArgumentHelp("Read gpsd at this address.", valueName: "HOST[:PORT]"))
+    var gpsd: String?
+
+    @Option(help: ArgumentHelp("Watch only this receiver device (with gpsd).", valueName: "PATH"))
+    var device: String?
+
+    @Option(help: ArgumentHelp("Print locationd's events from this control socket.", valueName: "PATH"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Stop after this many locations.", valueName: "N"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "SEC"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("high: foreground app; reduced: background app (with gpsd).", valueName: "high|reduced"))
+    var policy: AccuracyPolicy = .high
+
+    @Option(help: ArgumentHelp("Output format.", valueName: "text|jsonl|gpx"))
+    var format: OutputFormat = .text
+
+    @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
+    var output: String?
+
+    @OptionGroup var policyOptions: PolicyOptions
+
+    func validate() throws {
+        if socket != nil, gpsd != nil || device != nil {
+            throw ValidationError("--socket reads locationd; it cannot be combined with --gpsd or --device")
+        }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if let duration, !(duration.isFinite && duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+    }
+
+    func run() async throws {
+        try await runReportingFailures {
+            signal(SIGPIPE, SIG_IGN)
+            let writer: EventWriter
+            do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true) } catch {
+                throw CommandFailure.cannotCreate(error.message)
+            }
+            let limits = WatchLimits(count: count)
+            let interrupts = await Interrupts.install()
+            let failure: CommandFailure?
+            if let socket {
+                failure = try await DaemonClient.watch(socket: socket, writer: writer, limits: limits, interrupts: interrupts, duration: duration)
+            } else {
+                failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts)
+            }
+            do throws(LocationError) { try writer.finish() } catch { throw CommandFailure.badData(error.message) }
+            if let failure { throw failure }
+        }
+    }
+
+    private func watchGPSD(writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence) async throws -> CommandFailure? {
+        let settings = try await policyOptions.resolve()
+        let endpoint: GPSDEndpoint
+        do { endpoint = try GPSDEndpoint(parsing: gpsd ?? "\(settings.gpsdHost):\(settings.gpsdPort)") } catch {
+            throw CommandFailure.usage(error.message)
+        }
+        let source = try GPSDLocationSource(
+            configuration: GPSDConfiguration(host: endpoint.host, port: endpoint.port, devicePath: device ?? settings.gpsdDevice))
+        let application = Application(configuration: settings.applicationConfiguration)
+        let recorder = ServiceEventRecorder(application: application) { event in
+            if limits.accept(event) { writer.write(event) }
+        }
+        try application.transition(to: policy == .reduced ? .background : .active)
+        let manager = try LocationManager(source: source, application: application, configuration: settings.managerConfiguration)
+        manager.delegate = recorder
+        manager.startUpdatingLocation()
+        let outcome = await limits.wait(interrupts: interrupts, duration: duration)
+        manager.stopUpdatingLocation()
+        withExtendedLifetime((manager, recorder)) {}
+        if outcome == .unreachable, let error = limits.firstError {
+            return .unavailable(error.message)
+        }
+        return nil
+    }
+}
+
+/// Counts delivered locations for `--count`, notices an unreachable source, and ends the watch.
+final class WatchLimits: Sendable {
+    enum Outcome: Sendable { case done, interrupted, unreachable, timedOut }
+
+    private struct State {
+        var locations = 0
+        var firstError: LocationError?
+        var sawData = false
+    }
+
+    private let count: Int?
+    private let state = Locked(State())
+    private let finished = AsyncStream.makeStream(of: Outcome.self)
+
+    init(count: Int?) {
+        self.count = count
+    }
+
+    /// The first error seen before any data, if the source was never reached.
+    var firstError: LocationError? { state.withLock { $0.firstError } }
+
+    /// Whether `--count` locations were written.
+    var reachedCount: Bool { state.withLock { state in count.map { state.locations >= $0 } ?? false } }
+
+    /// Whether to write the event; ends the watch when the count is reached or the source is unreachable.
+    func accept(_ event: ServiceEvent) -> Bool {
+        let (write, outcome) = state.withLock { state -> (Bool, Outcome?) in
+            switch event {
+            case .location:
+                state.sawData = true
+                if let count, state.locations >= count { return (false, nil) }
+                state.locations += 1
+                return (true, state.locations == count ? .done : nil)
+            case .error(let error) where !state.sawData && error.code == .sourceUnavailable:
+                state.firstError = state.firstError ?? error
+                return (false, .unreachable)
+            default:
+                return (true, nil)
+            }
+        }
+        if let outcome { finished.continuation.yield(outcome) }
+        return write
+    }
+
+    /// Ends the watch from outside (the daemon's stream closed).
+    func finish(_ outcome: Outcome) {
+        finished.continuation.yield(outcome)
+    }
+
+    /// Waits for the count, an unreachable source, a signal, or the duration.
+    func wait(interrupts: UnixSignalsSequence, duration: Double?) async -> Outcome {
+        await withTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                for await outcome in self.finished.stream { return outcome }
+                return .done
+            }
+            group.addTask {
+                for await _ in interrupts { return .interrupted }
+                return .interrupted
+            }
+            if let duration {
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(duration))
+                    return .timedOut
+                }
+            }
+            let first = await group.next() ?? .done
+            group.cancelAll()
+            return first
+        }
+    }
+}

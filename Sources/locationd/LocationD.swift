@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import LocationCommandLine
+import LocationCore
+import LocationGPSD
+import LocationGPX
+import LocationService
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `locationd`: owns one location manager and the app lifecycle, and answers on a control socket.
+@main
+struct LocationD: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "locationd",
+        abstract: "The location daemon: reads gpsd (or replays a GPX file) and answers on a control socket.",
+        discussion: """
+            Defaults come from --config (see Config/locationd.yaml), then LOCATIOND_* environment \
+            variables, then flags. Clients talk JSON lines on the control socket: locationctl current, \
+            state, status and watch. SIGTERM or SIGINT shut down gracefully, syncing the journal.
+            Exit codes: 0 ok, 64 usage, 66 replay file missing, 73 socket or journal cannot be created.
+            """)
+
+    @Option(help: ArgumentHelp("Read gpsd at this address (default localhost:2947).", valueName: "HOST[:PORT]"))
+    var gpsd: String?
+
+    @Option(help: ArgumentHelp("Watch only this receiver device.", valueName: "PATH"))
+    var device: String?
+
+    @Option(help: ArgumentHelp("Replay this GPX file instead of reading gpsd.", valueName: "FILE.gpx"))
+    var replay: String?
+
+    @OptionGroup(title: "Replay options") var replayOptions: ReplayOptions
+
+    @Option(help: ArgumentHelp("The control socket (default $XDG_RUNTIME_DIR/locationd/control.sock, else /run/locationd/control.sock).", valueName: "PATH"))
+    var socket: String?
+
+    @Option(help: ArgumentHelp("Journal held fixes to this file so a crash loses none.", valueName: "PATH"))
+    var journal: String?
+
+    @Option(help: ArgumentHelp("Lifecycle state at start.", valueName: "active|background|suspended"))
+    var state: StartState = .active
+
+    @OptionGroup(title: "Policy") var policyOptions: PolicyOptions
+
+    enum StartState: String, ExpressibleByArgument, CaseIterable {
+        case active, background, suspended
+    }
+
+    func validate() throws {
+        if replay != nil, gpsd != nil || device != nil { throw ValidationError("use either --gpsd/--device or --replay, not both") }
+    }
+
+    func run() async throws {
+        try await runReportingFailures {
+            var settings = try await policyOptions.resolve()
+            if let socket { settings.socketPath = socket }
+            if let journal { settings.journalPath = journal }
+            if let device { settings.gpsdDevice = device }
+            if let gpsd {
+                do throws(LocationError) {
+                    let endpoint = try GPSDEndpoint(parsing: gpsd)
+                    settings.gpsdHost = endpoint.host
+                    settings.gpsdPort = endpoint.port
+                } catch { throw CommandFailure.usage(error.message) }
+            }
+            do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
+
+            var logger = Logger(label: "locationd")
+            logger.logLevel = .info
+            let source: any LocationSource
+            if let replay {
+                try ReplayOptions.checkReadable(replay)
+                do throws(LocationError) { source = try GPXReplaySource(path: replay, options: replayOptions.sourceOptions) } catch {
+                    throw CommandFailure.usage(error.message)
+                }
+            } else {
+                do throws(LocationError) {
+                    source = try GPSDLocationSource(configuration: GPSDConfiguration(
+                        host: settings.gpsdHost, port: settings.gpsdPort, devicePath: settings.gpsdDevice))
+                } catch { throw CommandFailure.usage(error.message) }
+            }
+            let daemon = try LocationDaemon(
+                source: source, settings: settings, startState: ApplicationState(rawValue: state.rawValue) ?? .active,
+                logger: logger)
+            let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            try await group.run()
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import LocationCommandLine
+import LocationControl
+import LocationCore
+import LocationService
+import Logging
+import ServiceLifecycle
+
+/// The daemon: one location manager and its lifecycle, the last fix, and the control socket.
+final class LocationDaemon: Service, Sendable {
+    let application: Application
+    let manager: LocationManager
+    let settings: ServiceConfiguration
+    private let recorder: ServiceEventRecorder
+    private let server: Locked<ControlServer?> = Locked(nil)
+    private let lastFix = Locked<(location: Location, arrived: ContinuousClock.Instant)?>(nil)
+    private let logger: Logger
+    private let startedAt = ContinuousClock.now
+    /// A fix that arrived this recently is answered to `current` at once.
+    private static let freshFixAge: Duration = .seconds(2)
+
+    init(source: any LocationSource, settings: ServiceConfiguration, startState: ApplicationState, logger: Logger) throws(CommandFailure) {
+        self.settings = settings
+        self.logger = logger
+        let application = Application(configuration: settings.applicationConfiguration)
+        self.application = application
+        let server = self.server
+        let recorder = ServiceEventRecorder(application: application) { event in
+            _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
+        }
+        self.recorder = recorder
+        let lastFix = self.lastFix
+        let observed = ObservedLocationSource(source) { event in
+            if case .location(let location) = event { lastFix.withLock { $0 = (location, .now) } }
+        }
+        do {
+            try application.transition(to: startState)
+            manager = try LocationManager(
+                source: observed, application: application, configuration: settings.managerConfiguration, logger: logger)
+        } catch {
+            throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
+        }
+        manager.delegate = recorder
+    }
+
+    func run() async throws {
+        let control: ControlServer
+        do {
+            control = try ControlServer(path: settings.socketPath) { [weak self] request, connection in
+                guard let self else { return .failure("shutting-down", "locationd is shutting down") }
+                return await self.handle(request)
+            }
+        } catch {
+            throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
+        }
+        server.withLock { $0 = control }
+        logger.info(
+            "listening",
+            metadata: [
+                "socket": "\(settings.socketPath)", "source": "\(manager.source.name)",
+                "state": "\(application.applicationState.rawValue)", "journal": "\(settings.journalPath ?? "none")",
+            ])
+        manager.startUpdatingLocation()
+        try? await gracefulShutdown()
+        logger.info("shutting down")
+        manager.shutdown()
+        await manager.waitForPendingDeliveries()
+        control.stop()
+        server.withLock { $0 = nil }
+    }
+
+    /// Answers one control request.
+    func handle(_ request: ControlRequest) async -> ControlReply {
+        switch request {
+        case .current(let timeout, let accuracy):
+            if let (location, arrived) = lastFix.value, ContinuousClock.now - arrived <= Self.freshFixAge,
+                AcquisitionSelector.meets(location, accuracy)
+            {
+                return .location(location)
+            }
+            do {
+                let location = try await manager.requestLocation(timeout: timeout ?? .seconds(30), desiredAccuracy: accuracy)
+                return .location(location)
+            } catch {
+                return .failure(error)
+            }
+        case .state(let target):
+            if let target {
+                guard let state = ApplicationState(rawValue: target), state != .notRunning else {
+                    return .failure("bad-request", "'\(target)' is not a state; use active, inactive, background or suspended")
+                }
+                do { try application.transition(to: state) } catch { return .failure(error) }
+                await application.waitForPendingEvents()
+                await manager.waitForPendingDeliveries()
+            }
+            let state = application.applicationState
+            return .state(state, executingInBackground: application.executingInBackground,
+                          policy: ServiceEvent.policy(for: state))
+        case .status:
+            return .status(currentStatus())
+        case .watch:
+            let state = application.applicationState
+            return .watching(then: [JSONLineEncoder.line(.state(state))])
+        }
+    }
+
+    private func currentStatus() -> DaemonStatus {
+        let fix = lastFix.value
+        let state = application.applicationState
+        return DaemonStatus(
+            state: state, executingInBackground: application.executingInBackground,
+            policy: ServiceEvent.policy(for: state), source: manager.source.name, sourceStatus: manager.sourceStatus,
+            lastFix: fix?.location, lastFixAge: fix.map { (ContinuousClock.now - $0.arrived).seconds },
+            held: manager.heldCount, dropped: manager.droppedCount, journal: manager.journalPath,
+            watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds)
+    }
+}
