@@ -2,8 +2,8 @@ import CLibXML2
 import Foundation
 import LocationCore
 
-/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:)`` and ``finish()``, finished
-/// points come out in ``pending``.
+/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:)`` and ``finish()``,
+/// finished points come out in ``pending``.
 ///
 /// Security: the context is created without `XML_PARSE_NOENT`, `XML_PARSE_DTDLOAD`, `XML_PARSE_DTDVALID`
 /// and `XML_PARSE_HUGE`, and with `XML_PARSE_NONET`, so external entities and DTDs are never fetched
@@ -196,8 +196,9 @@ final class GPXParser {
                 &sax, user, head.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(head.count), name)
         }
         guard let created else { return nil }
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
-        xmlCtxtUseOptions(created, options)
+        // Only NONET: no NOENT (entities are not substituted by libxml2), no DTDLOAD/DTDVALID (no external
+        // DTD), no HUGE (libxml2's size and entity limits stay on).
+        xmlCtxtUseOptions(created, Int32(XML_PARSE_NONET.rawValue))
         return created
     }
 
@@ -255,8 +256,7 @@ final class GPXParser {
         _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?, _ uri: UnsafePointer<xmlChar>?,
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
-        guard error == nil, let localname else { return }
-        delivered &+= 1
+        guard error == nil, let localname, charge(1) else { return }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
@@ -406,15 +406,18 @@ final class GPXParser {
         stack.removeLast()
     }
 
+    /// Counts the work a callback brings; `false` (and an error) once entity expansion has produced far more
+    /// than the input holds: eight times its size plus 1 MiB. Without entities, text and elements can only
+    /// be as large as the input (twice that, for ISO-8859-1 turned into UTF-8).
+    private func charge(_ amount: Int) -> Bool {
+        delivered &+= amount
+        guard delivered > 8 &* fedBytes &+ (1 << 20) else { return true }
+        fail(.entityExpansion, "entity references expand to more than 8 times the size of the input; refusing to continue")
+        return false
+    }
+
     private func characters(_ bytes: UnsafePointer<xmlChar>?, _ count: Int) {
-        guard error == nil else { return }
-        delivered &+= count
-        if delivered > 8 &* fedBytes &+ (1 << 20) {
-            fail(
-                .entityExpansion,
-                "entity references expand to more than 8 times the size of the input; refusing to continue")
-            return
-        }
+        guard error == nil, charge(count) else { return }
         guard field != .none, stack.count == fieldDepth, let bytes else { return }
         let needed = textCount + count
         if needed > textCapacity {

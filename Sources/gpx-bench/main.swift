@@ -296,7 +296,7 @@ print(
 // Warm the page cache so every reader starts from the same place.
 _ = try? measure(["/bin/cat", file], discardOutput: true)
 if let floor = try? measure(["/bin/true"]) {
-    let method = gnuTime == nil ? "VmHWM sampled every 2 ms (GNU time not installed)" : "GNU time %M"
+    let method = gnuTime == nil ? "VmHWM sampled every 2 ms (GNU time not used)" : "GNU time %M"
     print("peak RSS measured with \(method); /bin/true measures \(floor.peakRSSKiB) KiB")
 }
 
