@@ -17,6 +17,8 @@ final class GPXParser {
     var pendingHead = 0
     /// The first error; once set, the parser stops.
     private(set) var error: GPXError?
+    /// `error != nil`, cheap to test in the callbacks (testing the optional struct copies it).
+    private var failed = false
     private(set) var finished = false
 
     private var context: xmlParserCtxtPtr?
@@ -138,7 +140,7 @@ final class GPXParser {
             let base = chunk.baseAddress.map { $0.advanced(by: offset).assumingMemoryBound(to: CChar.self) }
             _ = xmlParseChunk(context, base, Int32(size), last ? 1 : 0)
             offset += size
-            if error != nil { return }
+            if failed { return }
         } while offset < chunk.count
     }
 
@@ -156,14 +158,18 @@ final class GPXParser {
     private func makeContext(_ head: UnsafeRawBufferPointer) -> xmlParserCtxtPtr? {
         var sax = xmlSAXHandler()
         sax.initialized = XML_SAX2_MAGIC
+        // The hot callbacks borrow `self` without retaining it (the reader keeps it alive while it parses):
+        // retain/release pairs here cost more than everything else the callbacks do.
         sax.startElementNs = { user, localname, prefix, uri, _, _, attributeCount, _, attributes in
-            GPXParser.from(user).startElement(localname, prefix, uri, Int(attributeCount), attributes)
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef {
+                $0.startElement(localname, prefix, uri, Int(attributeCount), attributes)
+            }
         }
         sax.endElementNs = { user, _, _, _ in
-            GPXParser.from(user).endElement()
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef { $0.endElement() }
         }
         sax.characters = { user, bytes, count in
-            GPXParser.from(user).characters(bytes, Int(count))
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef { $0.characters(bytes, Int(count)) }
         }
         sax.cdataBlock = sax.characters
         sax.serror = { user, error in
@@ -215,7 +221,8 @@ final class GPXParser {
     private var column: Int { context.map { Int(xmlSAX2GetColumnNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
 
     private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String) {
-        guard error == nil else { return }
+        guard !failed else { return }
+        failed = true
         error = GPXError(code, file: fileName, line: line, column: column, message)
         if let context { xmlStopParser(context) }
     }
@@ -225,7 +232,7 @@ final class GPXParser {
     }
 
     private func libxmlError(_ raised: xmlError) {
-        guard raised.level == XML_ERR_FATAL, error == nil else { return }
+        guard raised.level == XML_ERR_FATAL, !failed else { return }
         var message = raised.message.map { String(cString: $0) } ?? "XML error \(raised.code)"
         while let last = message.last, last.isWhitespace { message.removeLast() }
         let line = raised.line > 0 ? Int(raised.line) : nil
@@ -256,7 +263,7 @@ final class GPXParser {
         _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?, _ uri: UnsafePointer<xmlChar>?,
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
-        guard error == nil, let localname, charge(1) else { return }
+        guard !failed, let localname, charge(1) else { return }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
@@ -394,7 +401,7 @@ final class GPXParser {
     }
 
     private func endElement() {
-        guard error == nil, !stack.isEmpty else { return }
+        guard !failed, !stack.isEmpty else { return }
         let depth = stack.count
         if field != .none, depth == fieldDepth {
             store(field)
@@ -417,7 +424,7 @@ final class GPXParser {
     }
 
     private func characters(_ bytes: UnsafePointer<xmlChar>?, _ count: Int) {
-        guard error == nil, charge(count) else { return }
+        guard !failed, charge(count) else { return }
         guard field != .none, stack.count == fieldDepth, let bytes else { return }
         let needed = textCount + count
         if needed > textCapacity {
