@@ -2,8 +2,8 @@ import CLibXML2
 import Foundation
 import LocationCore
 
-/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:)`` and ``finish()``, finished
-/// points come out in ``pending``.
+/// The libxml2 SAX2 push parser behind ``GPXReader``: bytes go in through ``feed(_:)`` and ``finish()``,
+/// finished points come out in ``pending``.
 ///
 /// Security: the context is created without `XML_PARSE_NOENT`, `XML_PARSE_DTDLOAD`, `XML_PARSE_DTDVALID`
 /// and `XML_PARSE_HUGE`, and with `XML_PARSE_NONET`, so external entities and DTDs are never fetched
@@ -17,6 +17,8 @@ final class GPXParser {
     var pendingHead = 0
     /// The first error; once set, the parser stops.
     private(set) var error: GPXError?
+    /// `error != nil`, cheap to test in the callbacks (testing the optional struct copies it).
+    private var failed = false
     private(set) var finished = false
 
     private var context: xmlParserCtxtPtr?
@@ -138,7 +140,7 @@ final class GPXParser {
             let base = chunk.baseAddress.map { $0.advanced(by: offset).assumingMemoryBound(to: CChar.self) }
             _ = xmlParseChunk(context, base, Int32(size), last ? 1 : 0)
             offset += size
-            if error != nil { return }
+            if failed { return }
         } while offset < chunk.count
     }
 
@@ -156,14 +158,18 @@ final class GPXParser {
     private func makeContext(_ head: UnsafeRawBufferPointer) -> xmlParserCtxtPtr? {
         var sax = xmlSAXHandler()
         sax.initialized = XML_SAX2_MAGIC
+        // The hot callbacks borrow `self` without retaining it (the reader keeps it alive while it parses):
+        // retain/release pairs here cost more than everything else the callbacks do.
         sax.startElementNs = { user, localname, prefix, uri, _, _, attributeCount, _, attributes in
-            GPXParser.from(user).startElement(localname, prefix, uri, Int(attributeCount), attributes)
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef {
+                $0.startElement(localname, prefix, uri, Int(attributeCount), attributes)
+            }
         }
         sax.endElementNs = { user, _, _, _ in
-            GPXParser.from(user).endElement()
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef { $0.endElement() }
         }
         sax.characters = { user, bytes, count in
-            GPXParser.from(user).characters(bytes, Int(count))
+            Unmanaged<GPXParser>.fromOpaque(user!)._withUnsafeGuaranteedRef { $0.characters(bytes, Int(count)) }
         }
         sax.cdataBlock = sax.characters
         sax.serror = { user, error in
@@ -196,8 +202,9 @@ final class GPXParser {
                 &sax, user, head.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(head.count), name)
         }
         guard let created else { return nil }
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
-        xmlCtxtUseOptions(created, options)
+        // Only NONET: no NOENT (entities are not substituted by libxml2), no DTDLOAD/DTDVALID (no external
+        // DTD), no HUGE (libxml2's size and entity limits stay on).
+        xmlCtxtUseOptions(created, Int32(XML_PARSE_NONET.rawValue))
         return created
     }
 
@@ -214,7 +221,8 @@ final class GPXParser {
     private var column: Int { context.map { Int(xmlSAX2GetColumnNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
 
     private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String) {
-        guard error == nil else { return }
+        guard !failed else { return }
+        failed = true
         error = GPXError(code, file: fileName, line: line, column: column, message)
         if let context { xmlStopParser(context) }
     }
@@ -224,7 +232,7 @@ final class GPXParser {
     }
 
     private func libxmlError(_ raised: xmlError) {
-        guard raised.level == XML_ERR_FATAL, error == nil else { return }
+        guard raised.level == XML_ERR_FATAL, !failed else { return }
         var message = raised.message.map { String(cString: $0) } ?? "XML error \(raised.code)"
         while let last = message.last, last.isWhitespace { message.removeLast() }
         let line = raised.line > 0 ? Int(raised.line) : nil
@@ -255,8 +263,7 @@ final class GPXParser {
         _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?, _ uri: UnsafePointer<xmlChar>?,
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
-        guard error == nil, let localname else { return }
-        delivered &+= 1
+        guard !failed, let localname, charge(1) else { return }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
@@ -394,7 +401,7 @@ final class GPXParser {
     }
 
     private func endElement() {
-        guard error == nil, !stack.isEmpty else { return }
+        guard !failed, !stack.isEmpty else { return }
         let depth = stack.count
         if field != .none, depth == fieldDepth {
             store(field)
@@ -406,15 +413,18 @@ final class GPXParser {
         stack.removeLast()
     }
 
+    /// Counts the work a callback brings; `false` (and an error) once entity expansion has produced far more
+    /// than the input holds: eight times its size plus 1 MiB. Without entities, text and elements can only
+    /// be as large as the input (twice that, for ISO-8859-1 turned into UTF-8).
+    private func charge(_ amount: Int) -> Bool {
+        delivered &+= amount
+        guard delivered > 8 &* fedBytes &+ (1 << 20) else { return true }
+        fail(.entityExpansion, "entity references expand to more than 8 times the size of the input; refusing to continue")
+        return false
+    }
+
     private func characters(_ bytes: UnsafePointer<xmlChar>?, _ count: Int) {
-        guard error == nil else { return }
-        delivered &+= count
-        if delivered > 8 &* fedBytes &+ (1 << 20) {
-            fail(
-                .entityExpansion,
-                "entity references expand to more than 8 times the size of the input; refusing to continue")
-            return
-        }
+        guard !failed, charge(count) else { return }
         guard field != .none, stack.count == fieldDepth, let bytes else { return }
         let needed = textCount + count
         if needed > textCapacity {

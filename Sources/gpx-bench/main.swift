@@ -1,6 +1,6 @@
 // gpx-bench: how fast LocationGPX reads a large GPX file, next to gpxpy and gpsbabel.
 //
-//   swift run -c release gpx-bench [--points N] [--seed S] [--runs R] [--keep]
+//   swift run -c release gpx-bench [--points N] [--seed S] [--runs R] [--keep] [--readers LIST]
 //
 // Writes a GPX 1.1 file of N track points (default 1,000,000) with <ele> and <time>, from a fixed seed,
 // into a temporary directory; then reads it R times (default 3) with each reader in a child process and
@@ -41,6 +41,7 @@ var pointCount = 1_000_000
 var seed: UInt64 = 20_240_501
 var runs = 3
 var keep = false
+var readers: Set<String> = ["locationgpx", "gpxpy", "gpsbabel"]
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -48,8 +49,9 @@ while let argument = arguments.popFirst() {
     case "--seed": seed = arguments.popFirst().flatMap { UInt64($0) } ?? seed
     case "--runs": runs = max(1, arguments.popFirst().flatMap { Int($0) } ?? runs)
     case "--keep": keep = true
+    case "--readers": readers = Set((arguments.popFirst() ?? "").lowercased().split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write(Data("usage: gpx-bench [--points N] [--seed S] [--runs R] [--keep]\n".utf8))
+        FileHandle.standardError.write(Data("usage: gpx-bench [--points N] [--seed S] [--runs R] [--keep] [--readers locationgpx,gpxpy,gpsbabel]\n".utf8))
         exit(64)
     }
 }
@@ -157,8 +159,11 @@ func which(_ program: String) -> String? {
 
 /// Peak RSS is measured by GNU time (`/usr/bin/time -f %M`) when it is installed: a child started
 /// straight from this process would inherit this process's high-water mark (vfork + exec keep it).
-/// Without GNU time the child's `VmHWM` is sampled from /proc every 2 ms instead (approximate).
-let gnuTime = access("/usr/bin/time", X_OK) == 0 ? "/usr/bin/time" : nil
+/// Without GNU time (or with GPX_BENCH_SAMPLE_RSS set) the child's `VmHWM` is sampled from /proc every
+/// 2 ms instead (approximate).
+let gnuTime =
+    ProcessInfo.processInfo.environment["GPX_BENCH_SAMPLE_RSS"] == nil && access("/usr/bin/time", X_OK) == 0
+    ? "/usr/bin/time" : nil
 
 func measure(_ argv: [String], discardOutput: Bool = false) throws -> Measurement {
     let rssFile = NSTemporaryDirectory() + "/gpx-bench-rss-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -291,30 +296,39 @@ print(
 // Warm the page cache so every reader starts from the same place.
 _ = try? measure(["/bin/cat", file], discardOutput: true)
 if let floor = try? measure(["/bin/true"]) {
-    let method = gnuTime == nil ? "VmHWM sampled every 2 ms (GNU time not installed)" : "GNU time %M"
+    let method = gnuTime == nil ? "VmHWM sampled every 2 ms (GNU time not used)" : "GNU time %M"
     print("peak RSS measured with \(method); /bin/true measures \(floor.peakRSSKiB) KiB")
 }
 
-let me = URL(fileURLWithPath: CommandLine.arguments[0]).path
-let selfPath = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? me
+// The child that reads with LocationGPX is this very executable, in `--read` mode.
+let selfPath =
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    ?? URL(fileURLWithPath: CommandLine.arguments[0]).path
 var rows: [Row] = []
-rows.append(bench("LocationGPX (libxml2 SAX2 push, times parsed)", [selfPath, "--read", file], expect: pointCount, runs: runs, missing: ""))
-let gpxpyScript =
-    "import sys, gpxpy\ng = gpxpy.parse(open(sys.argv[1], encoding='utf-8'))\n"
-    + "print(sum(len(s.points) for t in g.tracks for s in t.segments))"
-let python = which("python3")
-var hasGPXPy = false
-if let python, let probe = try? measure([python, "-c", "import gpxpy"]), probe.status == 0 { hasGPXPy = true }
-rows.append(
-    bench(
-        "gpxpy \(hasGPXPy ? (try? measure([python!, "-c", "import gpxpy; print(gpxpy.__version__)"]))?.output ?? "" : "")",
-        hasGPXPy ? [python!, "-c", gpxpyScript, file] : nil, expect: pointCount, runs: runs,
-        missing: "pip install gpxpy"))
-let gpsbabel = which("gpsbabel")
-rows.append(
-    bench(
-        "gpsbabel (GPX reader, no output)", gpsbabel.map { [$0, "-i", "gpx", "-f", file] }, expect: pointCount, runs: runs,
-        missing: "apt-get install gpsbabel"))
+if readers.contains("locationgpx") {
+    rows.append(
+        bench(
+            "LocationGPX (libxml2 SAX2 push, times parsed)", [selfPath, "--read", file], expect: pointCount,
+            runs: runs, missing: ""))
+}
+if readers.contains("gpxpy") {
+    let script =
+        "import sys, gpxpy\ng = gpxpy.parse(open(sys.argv[1], encoding='utf-8'))\n"
+        + "print(sum(len(s.points) for t in g.tracks for s in t.segments))"
+    let python = which("python3")
+    let version = python.flatMap { try? measure([$0, "-c", "import gpxpy; print(gpxpy.__version__)"]) }
+    let installed = version?.status == 0
+    rows.append(
+        bench(
+            installed ? "gpxpy \(version!.output)" : "gpxpy", installed ? [python!, "-c", script, file] : nil,
+            expect: pointCount, runs: runs, missing: "pip install gpxpy"))
+}
+if readers.contains("gpsbabel") {
+    rows.append(
+        bench(
+            "gpsbabel (GPX reader, no output)", which("gpsbabel").map { [$0, "-i", "gpx", "-f", file] },
+            expect: pointCount, runs: runs, missing: "apt-get install gpsbabel"))
+}
 
 print()
 print("| reader | points/s | peak RSS | notes |")

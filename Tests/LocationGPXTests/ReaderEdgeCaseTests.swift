@@ -452,6 +452,19 @@ import Testing
         }
     }
 
+    @Test(.timeLimit(.minutes(1))) func elementBombIsRefusedQuickly() throws {
+        // Entities that expand to elements only, no text: 10^7 empty elements from a few hundred bytes.
+        var declarations = #"<!ENTITY e0 "<x/><x/><x/><x/><x/><x/><x/><x/><x/><x/>">"#
+        for level in 1...6 {
+            declarations += "\n<!ENTITY e\(level) \"\(String(repeating: "&e\(level - 1);", count: 10))\">"
+        }
+        let document = "<!DOCTYPE gpx [\n\(declarations)\n]>\n<gpx><extensions>&e6;</extensions></gpx>"
+        let start = ContinuousClock.now
+        let error = try #require(parseError(document))
+        #expect(error.code == .entityExpansion, "\(error)")
+        #expect(start.duration(to: .now) < .seconds(5))
+    }
+
     @Test func deepNestingIsAnErrorNotACrash() throws {
         let depth = 100_000
         let document = "<gpx>" + String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth) + "</gpx>"

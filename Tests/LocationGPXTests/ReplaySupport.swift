@@ -64,6 +64,7 @@ func runReplay(
         if let context = contextBox.value { onEvent(event, context) }
     }
     contextBox.withLock { $0 = context }
+    defer { contextBox.withLock { $0 = nil } }  // the sink holds the box: break the cycle
     try await source.run(context)
     return recorded.value
 }
