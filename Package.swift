@@ -37,6 +37,10 @@ let package = Package(
             name: "LocationGPSD",
             dependencies: ["LocationCore", "CGPS"]
         ),
+        .executableTarget(
+            name: "gpsd-bench",
+            dependencies: ["LocationGPSD", "LocationCore"]
+        ),
         .testTarget(
             name: "LocationGPSDTests",
             dependencies: ["LocationGPSD", "LocationCore"]
