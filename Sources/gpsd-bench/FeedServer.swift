@@ -111,8 +111,3 @@ final class FeedServer: Sendable {
         }
     }
 }
-
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
