@@ -106,6 +106,10 @@ let package = Package(
             name: "LocationServiceTests",
             dependencies: ["LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd"]
         ),
+        .executableTarget(
+            name: "gpsd-bench",
+            dependencies: ["LocationGPSD", "LocationCore"]
+        ),
         .testTarget(
             name: "LocationGPSDTests",
             dependencies: ["LocationGPSD", "LocationCore"]

@@ -1,4 +1,4 @@
-import CGPS
+internal import CGPS
 import Foundation
 import LocationCore
 

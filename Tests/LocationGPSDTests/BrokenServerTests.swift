@@ -47,6 +47,21 @@ struct BrokenServerTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func retriesWithBackoffNotInABusyLoop() async throws {
+        let server = try FakeGPSDServer(script: Array("not gpsd\n".utf8), ending: .close)
+        defer { server.stop() }
+        let source = try GPSDLocationSource(configuration: Self.configuration(port: server.port))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        await recorder.wait(timeout: .seconds(2)) { _ in false }
+        await recorder.stop()
+        // 50, 100, 200, 200, ... ms between attempts: about a dozen in 2 s; a busy loop makes thousands.
+        let attempts = server.connections.load(ordering: .relaxed)
+        #expect((2...25).contains(attempts), "\(attempts) connection attempts in 2 s")
+        #expect(recorder.errors.count == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func nobodyListening() async throws {
         let port = try GPSFake.freePort()
         let source = try GPSDLocationSource(configuration: Self.configuration(port: port))

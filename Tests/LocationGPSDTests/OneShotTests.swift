@@ -47,6 +47,14 @@ struct OneShotTests {
         let match = expected.first { abs($0.time.timeIntervalSince(first.timestamp)) < 0.001 }
         #expect(match.map { abs($0.latitude - first.latitude) < 1e-7 } == true, "the fix is one gpsd reported")
 
+        // Watching that one device by its path gives the same receiver's fixes.
+        let devicePath = try #require(first.source)
+        let oneDevice = try GPSDLocationSource(configuration: GPSDConfiguration(
+            host: "127.0.0.1", port: fake.port, devicePath: devicePath))
+        #expect(oneDevice.name == "gpsd 127.0.0.1:\(fake.port) \(devicePath)")
+        let fromDevice = try await oneDevice.currentLocation(timeout: .seconds(10))
+        #expect(fromDevice.source == devicePath)
+
         // Nothing meets a 1 mm goal: the best fix seen within the timeout comes back instead.
         let best = try await source.currentLocation(desiredAccuracy: 0.001, timeout: .seconds(3))
         #expect(best.timestamp > first.timestamp, "a later, new fix")

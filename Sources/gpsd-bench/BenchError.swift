@@ -1,0 +1,5 @@
+/// A benchmark set-up failure.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
