@@ -65,7 +65,7 @@ enum DaemonClient {
                 for try await line in lines {
                     do throws(LocationError) {
                         let event = try ServiceEventDecoder.event(line)
-                        if limits.accept(event) { writer.write(event) }
+                        limits.handle(event) { writer.write($0) }
                     } catch {
                         problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
                         break

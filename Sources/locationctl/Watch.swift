@@ -81,7 +81,7 @@ struct Watch: AsyncParsableCommand {
             configuration: GPSDConfiguration(host: endpoint.host, port: endpoint.port, devicePath: device ?? settings.gpsdDevice))
         let application = Application(configuration: settings.applicationConfiguration)
         let recorder = ServiceEventRecorder(application: application) { event in
-            if limits.accept(event) { writer.write(event) }
+            limits.handle(event) { writer.write($0) }
         }
         try application.transition(to: policy == .reduced ? .background : .active)
         let manager = try LocationManager(source: source, application: application, configuration: settings.managerConfiguration)
@@ -121,9 +121,10 @@ final class WatchLimits: Sendable {
     /// Whether `--count` locations were written.
     var reachedCount: Bool { state.withLock { state in count.map { state.locations >= $0 } ?? false } }
 
-    /// Whether to write the event; ends the watch when the count is reached or the source is unreachable.
-    func accept(_ event: ServiceEvent) -> Bool {
-        let (write, outcome) = state.withLock { state -> (Bool, Outcome?) in
+    /// Writes the event unless the count is reached; ends the watch (after writing) when the count is
+    /// reached or the source turns out to be unreachable.
+    func handle(_ event: ServiceEvent, write: (ServiceEvent) -> Void) {
+        let (shouldWrite, outcome) = state.withLock { state -> (Bool, Outcome?) in
             switch event {
             case .location:
                 state.sawData = true
@@ -137,8 +138,8 @@ final class WatchLimits: Sendable {
                 return (true, nil)
             }
         }
+        if shouldWrite { write(event) }
         if let outcome { finished.continuation.yield(outcome) }
-        return write
     }
 
     /// Ends the watch from outside (the daemon's stream closed).

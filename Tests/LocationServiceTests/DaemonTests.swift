@@ -1,0 +1,210 @@
+import Foundation
+import LocationControl
+import LocationCore
+import LocationService
+import LocationTesting
+import Testing
+
+/// A running locationd replaying a generated track, with its control socket in a temporary directory.
+final class RunningDaemon: Sendable {
+    let directory: TemporaryDirectory
+    let socket: String
+    let process: Process
+    let log: String
+
+    init(directory: TemporaryDirectory = TemporaryDirectory(), points: Int = 3600, extra: [String] = []) throws {
+        self.directory = directory
+        socket = directory.file("run/control.sock")
+        let track = try directory.track(count: points)
+        let (process, _, err) = try Tool.start(
+            "locationd", ["--replay", track, "--speed", "10", "--socket", socket] + extra, in: directory)
+        self.process = process
+        log = err
+        // Wait until it answers: a socket file may be left over from a killed predecessor.
+        let deadline = Date().addingTimeInterval(20)
+        var answering = false
+        while Date() < deadline, process.isRunning, !answering {
+            answering = (try? ControlClient.request(.state(set: nil), path: socket, timeout: .seconds(2))) != nil
+            if !answering { usleep(20_000) }
+        }
+        guard process.isRunning, answering else {
+            throw LocationError(.sourceUnavailable, "locationd did not start: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        }
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    func ctl(_ arguments: [String]) throws -> ToolResult {
+        try Tool.run("locationctl", arguments + ["--socket", socket], in: directory)
+    }
+
+    func request(_ line: String) throws -> [String: Any] {
+        let client = try ControlClient(path: socket)
+        try client.send(rawLine: Array(line.utf8) + [0x0A])
+        let reply = try client.readLine(timeout: .seconds(10))
+        return try #require(try JSONSerialization.jsonObject(with: Data(reply)) as? [String: Any])
+    }
+
+    /// Waits until `count` watchers are connected.
+    func waitForWatchers(_ count: Int) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let status = try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status")
+            if status.watchers >= count { return }
+            usleep(20_000)
+        }
+        Issue.record("\(count) watchers did not connect")
+    }
+
+    /// Sends SIGTERM and waits; returns the exit status.
+    func stop() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+@Suite("locationd and locationctl over a real socket", .serialized)
+struct DaemonTests {
+    @Test("the socket is owner-only and status reports the daemon's state")
+    func statusAndPermissions() throws {
+        let daemon = try RunningDaemon()
+        let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let text = try daemon.ctl(["status"])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("state:    active"))
+        #expect(text.stdout.contains("replay walk.gpx"))
+        let json = try daemon.ctl(["status", "--format", "json"])
+        let status = try JSONDecoder().decode(DaemonStatus.self, from: Data(json.stdout.utf8))
+        #expect(status.state == .active)
+        #expect(status.policy == .high)
+        #expect(status.held == 0)
+        #expect(daemon.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket), "graceful shutdown removes the socket")
+    }
+
+    @Test("current prints one location from the daemon, as text or JSON")
+    func current() throws {
+        let daemon = try RunningDaemon()
+        let json = try daemon.ctl(["current", "--format", "json", "--timeout", "10"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let location = try JSONDecoder().decode(Location.self, from: Data(json.stdout.utf8))
+        #expect(location.isSimulated)
+        #expect(location.source == "walk.gpx")
+        let text = try daemon.ctl(["current"])
+        #expect(text.status == 0)
+        #expect(text.lines.count == 1)
+        #expect(text.stdout.contains(" N "))
+    }
+
+    @Test("state changes: background, suspended, then active delivers the held batch to a watcher")
+    func stateAndBatch() throws {
+        let daemon = try RunningDaemon(extra: ["--reduced-interval", "10", "--background-location", "off"])
+        let (watcher, out, _) = try Tool.start(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "jsonl"], in: daemon.directory)
+        defer { if watcher.isRunning { watcher.terminate() } }
+        try daemon.waitForWatchers(1)
+        #expect(try daemon.ctl(["state", "background"]).stdout.hasPrefix("background"))
+        let suspended = try daemon.ctl(["state", "suspended", "--format", "json"])
+        #expect(suspended.stdout.contains(#""state":"suspended""#))
+        // At 10× speed, 4 s of wall time are 40 s of track time: about 4 acquisitions.
+        usleep(4_000_000)
+        let held = try JSONDecoder().decode(
+            DaemonStatus.self, from: Data(try daemon.ctl(["status", "--format", "json"]).stdout.utf8)).held
+        #expect(held >= 2)
+        #expect(try daemon.ctl(["state", "active"]).status == 0)
+        usleep(300_000)
+        watcher.interrupt()
+        watcher.waitUntilExit()
+        #expect(watcher.terminationStatus == 0)
+        let objects = try jsonObjects((try String(contentsOfFile: out, encoding: .utf8)).split(separator: "\n").map(String.init))
+        let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
+        #expect(states.starts(with: ["active", "inactive", "background", "suspended", "inactive", "active"]))
+        let batchIndex = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
+        let count = try #require(objects[batchIndex]["count"] as? Int)
+        #expect(count == held || count == held + 1)
+        #expect(objects[(batchIndex + 1)...].prefix(count).allSatisfy { $0["type"] as? String == "location" })
+    }
+
+    @Test("an invalid state change is refused with exit 64 and a clear message")
+    func invalidState() throws {
+        let daemon = try RunningDaemon()
+        _ = try daemon.ctl(["state", "suspended"])
+        let result = try daemon.ctl(["state", "background"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("cannot go from suspended to background"))
+    }
+
+    @Test("bad requests get error replies and the daemon stays up")
+    func badRequests() throws {
+        let daemon = try RunningDaemon()
+        #expect((try daemon.request("{nope")["error"] as? [String: Any])?["code"] as? String == "bad-request")
+        #expect((try daemon.request(#"{"command":"launch-missiles"}"#)["error"] as? [String: Any])?["code"] as? String == "unknown-command")
+        #expect((try daemon.request(#"{"command":"state","set":"asleep"}"#)["error"] as? [String: Any])?["code"] as? String == "bad-request")
+        #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
+        #expect(daemon.process.isRunning)
+    }
+
+    @Test("many watchers at once all get the stream")
+    func manyWatchers() throws {
+        let daemon = try RunningDaemon()
+        let watchers = try (0..<20).map { _ in
+            try Tool.start("locationctl", ["watch", "--socket", daemon.socket, "--format", "jsonl", "--count", "5"], in: daemon.directory)
+        }
+        for (process, out, _) in watchers {
+            let deadline = Date().addingTimeInterval(30)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            #expect(process.terminationStatus == 0)
+            let lines = (try String(contentsOfFile: out, encoding: .utf8)).split(separator: "\n")
+            #expect(lines.filter { $0.contains(#""type":"location""#) }.count == 5)
+        }
+    }
+
+    @Test("a journal keeps held fixes across a kill -9, and the restarted daemon delivers them")
+    func journalAcrossCrash() throws {
+        let directory = TemporaryDirectory()
+        let journal = directory.file("held.journal")
+        var held = 0
+        do {
+            let daemon = try RunningDaemon(directory: directory, extra: ["--journal", journal, "--reduced-interval", "10"])
+            _ = try daemon.ctl(["state", "suspended"])
+            usleep(3_000_000)
+            held = try JSONDecoder().decode(
+                DaemonStatus.self, from: Data(try daemon.ctl(["status", "--format", "json"]).stdout.utf8)).held
+            kill(daemon.process.processIdentifier, SIGKILL)
+            daemon.process.waitUntilExit()
+        }
+        #expect(held >= 2)
+        let restarted = try RunningDaemon(directory: directory, extra: ["--journal", journal, "--state", "suspended"])
+        let status = try JSONDecoder().decode(
+            DaemonStatus.self, from: Data(try restarted.ctl(["status", "--format", "json"]).stdout.utf8))
+        #expect(status.held >= held)
+    }
+
+    @Test("locationctl reports an unreachable daemon with exit 69")
+    func unreachable() throws {
+        let directory = TemporaryDirectory()
+        let result = try Tool.run("locationctl", ["status", "--socket", directory.file("none.sock")], in: directory)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains(directory.file("none.sock")))
+        let state = try Tool.run("locationctl", ["state", "--socket", directory.file("none.sock")], in: directory)
+        #expect(state.status == 69)
+    }
+
+    @Test("locationd refuses a second instance on the same socket and a missing replay file")
+    func startupErrors() throws {
+        let daemon = try RunningDaemon()
+        let track = try daemon.directory.track("other.gpx", count: 10)
+        let second = try Tool.run("locationd", ["--replay", track, "--socket", daemon.socket], timeout: 20, in: daemon.directory)
+        #expect(second.status == 73)
+        #expect(second.stderr.contains("another locationd is listening"))
+        let missing = try Tool.run("locationd", ["--replay", "/nonexistent.gpx", "--socket", daemon.directory.file("x.sock")], in: daemon.directory)
+        #expect(missing.status == 66)
+    }
+}
