@@ -107,6 +107,10 @@ let package = Package(
             dependencies: ["LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd"]
         ),
         .executableTarget(
+            name: "demo-track",
+            dependencies: ["LocationCore", "LocationGPX"]
+        ),
+        .executableTarget(
             name: "gpsd-bench",
             dependencies: ["LocationGPSD", "LocationCore"]
         ),
