@@ -1,0 +1,100 @@
+import Foundation
+import LocationCore
+import LocationService
+import LocationTesting
+import Testing
+
+@Suite("Service layer: configuration, addresses, scripts, event lines")
+struct ServiceLayerTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test("Config/locationd.yaml parses and states exactly the defaults")
+    func shippedConfiguration() async throws {
+        let path = Self.root.appendingPathComponent("Config/locationd.yaml").path
+        let loaded = try await ServiceConfiguration.load(path: path, environment: [:])
+        var defaults = ServiceConfiguration()
+        defaults.socketPath = ServiceConfiguration.defaultSocketPath(environment: [:])
+        #expect(loaded == defaults)
+    }
+
+    @Test("a file, then LOCATIOND_* variables, override the defaults")
+    func layering() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("c.yaml")
+        try "gpsd:\n  host: gps.local\n  port: 2948\nreduced:\n  interval: 15\nbackgroundLocation: off\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let loaded = try await ServiceConfiguration.load(
+            path: path, environment: ["LOCATIOND_REDUCED_INTERVAL": "20", "LOCATIOND_JOURNAL": "/tmp/j"])
+        #expect(loaded.gpsdHost == "gps.local")
+        #expect(loaded.gpsdPort == 2948)
+        #expect(loaded.reducedInterval == 20)
+        #expect(loaded.backgroundLocation == false)
+        #expect(loaded.journalPath == "/tmp/j")
+    }
+
+    @Test("bad configuration gets one clear error naming the file and key")
+    func badConfiguration() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("bad.yaml")
+        try "reduced:\n  interval: soon\n".write(toFile: path, atomically: true, encoding: .utf8)
+        await #expect { _ = try await ServiceConfiguration.load(path: path, environment: [:]) } throws: { error in
+            (error as? LocationError)?.message.contains("reduced.interval: 'soon' is not a number") == true
+        }
+        let broken = directory.file("broken.yaml")
+        try "gpsd: [unclosed\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        await #expect { _ = try await ServiceConfiguration.load(path: broken, environment: [:]) } throws: { error in
+            (error as? LocationError)?.message.contains("is not valid YAML") == true
+        }
+        var settings = ServiceConfiguration()
+        settings.gpsdPort = 70_000
+        #expect(throws: LocationError.self) { try settings.validate() }
+    }
+
+    @Test(
+        "gpsd addresses parse as HOST[:PORT]",
+        arguments: [
+            ("localhost", "localhost", 2947), ("gps.local:2948", "gps.local", 2948), ("192.168.1.5", "192.168.1.5", 2947),
+            ("[::1]:3000", "::1", 3000), ("::1", "::1", 2947),
+        ])
+    func endpoints(text: String, host: String, port: Int) throws {
+        let endpoint = try GPSDEndpoint(parsing: text)
+        #expect(endpoint.host == host)
+        #expect(endpoint.port == port)
+    }
+
+    @Test("bad gpsd addresses are refused", arguments: ["", ":2947", "host:0", "host:99999", "host:abc", "[::1", "a b"])
+    func badEndpoints(text: String) {
+        #expect(throws: LocationError.self) { try GPSDEndpoint(parsing: text) }
+    }
+
+    @Test("lifecycle scripts parse times with units and refuse bad entries")
+    func scripts() throws {
+        let ok = try LifecycleScript(parsing: "90:background,2m:suspended,0.5h:active").entries
+        #expect(ok.map(\.time) == [.seconds(90), .seconds(120), .seconds(1800)])
+        #expect(ok.map(\.state) == [.background, .suspended, .active])
+        #expect(try LifecycleScript(parsing: "").entries.isEmpty)
+        for bad in ["120s", "x:background", "10s:asleep", "20s:active,10s:background", "-5s:active", "10s:notRunning"] {
+            #expect(throws: LocationError.self, "\(bad)") { try LifecycleScript(parsing: bad) }
+        }
+    }
+
+    @Test("every event survives JSON lines both ways")
+    func eventRoundTrip() throws {
+        let events: [ServiceEvent] = [
+            .location(LocationFixtures.walk(3)), .state(.suspended), .batch(count: 12, reason: "foreground"),
+            .error(LocationError(.noFix, "no fix \"quoted\"\nnewline")),
+        ]
+        for event in events {
+            let line = JSONLineEncoder.line(event)
+            #expect(line.last == 0x0A)
+            #expect(try ServiceEventDecoder.event(Array(line.dropLast())) == event)
+            #expect((try? JSONSerialization.jsonObject(with: Data(line))) != nil)
+        }
+        #expect(String(decoding: JSONLineEncoder.line(.state(.background)), as: UTF8.self)
+            == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}"# + "\n")
+        #expect(String(decoding: JSONLineEncoder.line(.batch(count: 3, reason: "foreground")), as: UTF8.self)
+            == #"{"type":"batch","count":3,"reason":"foreground"}"# + "\n")
+        #expect(throws: LocationError.self) { try ServiceEventDecoder.event(Array(#"{"type":"weather"}"#.utf8)) }
+    }
+}
