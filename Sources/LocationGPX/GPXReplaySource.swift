@@ -117,7 +117,7 @@ private final class ReplayRun {
         let mode = AcquisitionMode.continuous
         while let step = try peek() {
             if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
-            try consume(step)
+            consume(step)
             deliver(step.location)
         }
         return .ended
@@ -138,7 +138,7 @@ private final class ReplayRun {
             var endedAt: Duration?
             while let step = try peek(), step.trackTime < timeout {
                 if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
-                try consume(step)
+                consume(step)
                 if selector.offer(step.location) {
                     deliver(step.location)
                     endedAt = step.trackTime
@@ -198,7 +198,7 @@ private final class ReplayRun {
 
     /// Takes `step` (the one ``peek()`` returned) off the schedule, and flags the start of a run of points
     /// whose time does not advance.
-    private func consume(_ step: ReplayPlanner.Step) throws {
+    private func consume(_ step: ReplayPlanner.Step) {
         pending = nil
         if let stepBack = step.stepBack {
             if !inStepBackRun {
