@@ -28,7 +28,7 @@ public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidValue = "invalid-value"
         /// Entity references expand to far more text than the file holds (an XML bomb).
         case entityExpansion = "entity-expansion"
-        /// An untimed point was turned into a ``Location`` without a fallback timestamp.
+        /// An untimed point was turned into a `Location` without a fallback timestamp.
         case missingTime = "missing-time"
         /// The writer was given a location it cannot write (a coordinate outside the valid range).
         case invalidLocation = "invalid-location"
@@ -66,8 +66,8 @@ public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
         return "\(place): \(message)"
     }
 
-    /// The error as a ``LocationError``: ``LocationError/Code/sourceUnavailable`` when the file cannot be
-    /// read, ``LocationError/Code/invalidData`` otherwise.
+    /// The error as a `LocationError`: `LocationError/Code/sourceUnavailable` when the file cannot be
+    /// read, `LocationError/Code/invalidData` otherwise.
     public var locationError: LocationError {
         LocationError(code == .io ? .sourceUnavailable : .invalidData, description)
     }

@@ -8,7 +8,7 @@ public enum GPXNamespace {
     public static let garminTrackPointV1 = "http://www.garmin.com/xmlschemas/TrackPointExtension/v1"
     /// Garmin TrackPointExtension v2: `http://www.garmin.com/xmlschemas/TrackPointExtension/v2`.
     public static let garminTrackPointV2 = "http://www.garmin.com/xmlschemas/TrackPointExtension/v2"
-    /// This package's extension for the parts of a ``LocationCore/Location`` GPX 1.1 has no element for:
+    /// This package's extension for the parts of a `Location` GPX 1.1 has no element for:
     /// `https://swift-location.dev/xmlns/gpx-location/1`. See <doc:LocationExtension>.
     public static let location = "https://swift-location.dev/xmlns/gpx-location/1"
     /// The prefix ``GPXWriter`` binds ``location`` to (readers must not rely on it).

@@ -61,7 +61,7 @@ public struct GPXPoint: Sendable, Hashable {
     public var geoidHeight: Double?
     /// `<name>`.
     public var name: String?
-    /// `<src>`: where the data came from. ``GPXWriter`` writes ``Location/source`` here.
+    /// `<src>`: where the data came from. ``GPXWriter`` writes `Location.source` here.
     public var sourceName: String?
     /// `<fix>`.
     public var fix: Fix?
@@ -126,7 +126,7 @@ public struct GPXPoint: Sendable, Hashable {
         self.isSimulated = false
     }
 
-    /// The point as a ``Location``.
+    /// The point as a `Location`.
     ///
     /// `altitude` is `<ele>`; `ellipsoidalAltitude` is `<loc:ellipsoidalAltitude>`, or else
     /// `<ele>` + `<geoidheight>` when both are present; `fixMode` comes from `<fix>` (`2d`, `3d`; other
@@ -145,7 +145,7 @@ public struct GPXPoint: Sendable, Hashable {
         return makeLocation(timestamp: date)
     }
 
-    /// The point as a ``Location`` with the given timestamp (used by the replay source).
+    /// The point as a `Location` with the given timestamp (used by the replay source).
     func makeLocation(timestamp: Date) -> Location {
         var ellipsoidal = ellipsoidalAltitude
         if ellipsoidal == nil, let elevation, let geoidHeight { ellipsoidal = elevation + geoidHeight }

@@ -149,7 +149,7 @@ extension GPXReader {
         return points
     }
 
-    /// Reads the points of one kind (or all) of a file as ``Location``s.
+    /// Reads the points of one kind (or all) of a file as `Location`s.
     ///
     /// - Parameters:
     ///   - path: the file.

@@ -84,7 +84,7 @@ extension GPXReplaySource {
             self.timestamps = timestamps
         }
 
-        /// Throws ``LocationError/Code/invalidConfiguration`` naming the first value out of range.
+        /// Throws `LocationError/Code/invalidConfiguration` naming the first value out of range.
         public func validate() throws(LocationError) {
             func invalid(_ message: String) -> LocationError { LocationError(.invalidConfiguration, message) }
             if case .speedFactor(let factor) = pacing, !(factor.isFinite && factor > 0) {

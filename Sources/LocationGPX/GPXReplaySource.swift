@@ -1,17 +1,17 @@
 import Foundation
 import LocationCore
 
-/// A ``LocationSource`` that replays a GPX file on the context's clock.
+/// A `LocationSource` that replays a GPX file on the context's clock.
 ///
 /// ```swift
 /// let source = try GPXReplaySource(path: "commute.gpx", options: .init(pacing: .speedFactor(10), loop: true))
 /// ```
 ///
 /// Points are delivered at their recorded times (scaled by the speed factor) on
-/// ``LocationCore/LocationSourceContext/timeline``, against absolute deadlines so nothing drifts;
+/// `LocationSourceContext/timeline`, against absolute deadlines so nothing drifts;
 /// untimed points move at a constant speed along the geometry; long gaps between segments are
 /// shortened; speed and course are derived when the file has none. Under
-/// ``LocationCore/AcquisitionMode/dutyCycled(_:)`` the replay acquires one fix per interval of *track*
+/// `AcquisitionMode/dutyCycled(_:)` the replay acquires one fix per interval of *track*
 /// time and skips the rest, as a live receiver would. Every fix has `isSimulated == true` and the file
 /// name as its `source`. <doc:ReplayTiming> specifies all of it.
 ///
@@ -33,7 +33,7 @@ public struct GPXReplaySource: LocationSource {
     ///   - options: how to play it.
     ///   - now: the wall-clock time, read once when the replay starts: the base of rebased timestamps and of
     ///     the synthesized times of untimed points. Inject a fixed date in tests.
-    /// - Throws: ``LocationCore/LocationError/Code/invalidConfiguration`` when an option is out of range.
+    /// - Throws: `LocationError/Code/invalidConfiguration` when an option is out of range.
     public init(path: String, options: Options = Options(), now: @escaping @Sendable () -> Date = { Date() })
         throws(LocationError)
     {
@@ -44,8 +44,8 @@ public struct GPXReplaySource: LocationSource {
     }
 
     /// Plays the file until it ends (returns), the task is cancelled (throws `CancellationError`), or the file
-    /// fails (throws ``LocationCore/LocationError``: ``LocationCore/LocationError/Code/sourceUnavailable``
-    /// when it cannot be read, ``LocationCore/LocationError/Code/invalidData`` when it is not valid GPX or
+    /// fails (throws `LocationError`: `LocationError/Code/sourceUnavailable`
+    /// when it cannot be read, `LocationError/Code/invalidData` when it is not valid GPX or
     /// holds nothing to play).
     public func run(_ context: LocationSourceContext) async throws {
         let origin = context.timeline.now
@@ -117,13 +117,13 @@ private final class ReplayRun {
         let mode = AcquisitionMode.continuous
         while let step = try peek() {
             if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
-            try consume(step)
+            consume(step)
             deliver(step.location)
         }
         return .ended
     }
 
-    /// One acquisition per interval of track time, as ``LocationCore/ListeningLocationSource`` does on the
+    /// One acquisition per interval of track time, as `ListeningLocationSource` does on the
     /// clock: the first point meeting the accuracy goal, else the best one seen before the timeout; the
     /// points in between acquisitions are skipped.
     private func runDutyCycled(_ cycle: DutyCycle) async throws -> Outcome {
@@ -138,7 +138,7 @@ private final class ReplayRun {
             var endedAt: Duration?
             while let step = try peek(), step.trackTime < timeout {
                 if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
-                try consume(step)
+                consume(step)
                 if selector.offer(step.location) {
                     deliver(step.location)
                     endedAt = step.trackTime
@@ -198,7 +198,7 @@ private final class ReplayRun {
 
     /// Takes `step` (the one ``peek()`` returned) off the schedule, and flags the start of a run of points
     /// whose time does not advance.
-    private func consume(_ step: ReplayPlanner.Step) throws {
+    private func consume(_ step: ReplayPlanner.Step) {
         pending = nil
         if let stepBack = step.stepBack {
             if !inStepBackRun {

@@ -6,7 +6,7 @@
 import Foundation
 import LocationCore
 
-/// Writes ``Location``s as a GPX 1.1 track, streaming: memory use does not grow with the number of points.
+/// Writes `Location`s as a GPX 1.1 track, streaming: memory use does not grow with the number of points.
 ///
 /// ```swift
 /// let writer = try GPXWriter(path: "ride.gpx")

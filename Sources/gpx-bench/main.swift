@@ -239,19 +239,6 @@ func vmHWM(_ pid: pid_t) -> Int? {
     return nil
 }
 
-/// A value shared between threads.
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private var stored: Value
-    private let lock = NSLock()
-    init(_ value: Value) { stored = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&stored)
-    }
-    var value: Value { withLock { $0 } }
-}
 
 struct Row {
     var reader: String

@@ -135,7 +135,7 @@ import Testing
             // Every tenth case also goes through the replay schedule, from a file.
             if index % 10 == 0 {
                 let path = "\(directory)/case.gpx"
-                FileManager.default.createFile(atPath: path, contents: Data(input))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(input))
                 if let planner = try? ReplayPlanner(
                     path: path, options: .init(loop: true, untimedSpeed: 1000), startDate: replayStart)
                 {

@@ -158,7 +158,7 @@ import Testing
         // the mode changes: a duty cycle starts at once and reports no fix after its timeout.
         let gpx = gpx11(track([[trkpt(47, 8, t(0)), trkpt(47, 8, t(3600))]]))
         let source = try source(gpx: gpx)
-        try await withMainSerialExecutor {
+        await withMainSerialExecutor {
             let clock = TestClock()
             let start = clock.now
             let events = Locked<[Recorded]>([])
