@@ -71,6 +71,7 @@ private final class ReplayRun {
     private var pending: ReplayPlanner.Step?
     private var exhausted = false
     private var inStepBackRun = false
+    private var reportedStepBack = false
     private var deliveredAny = false
     private var stepsSinceYield = 0
 
@@ -201,14 +202,18 @@ private final class ReplayRun {
     private func consume(_ step: ReplayPlanner.Step) {
         pending = nil
         if let stepBack = step.stepBack {
-            if !inStepBackRun {
+            // Only the first run is reported: a phone recording can hold a hundred of them, and one line
+            // says all there is to say.
+            if !inStepBackRun, !reportedStepBack {
                 let when = stepBack == 0 ? "the same time as" : "a time \(-stepBack) s before"
                 context.report(
                     .error(
                         LocationError(
                             .invalidData,
                             "\(planner.fileName):\(step.line): this point has \(when) a point before it; it, and "
-                                + "any that follow without a later time, are delivered right after the previous point")))
+                                + "any that follow without a later time, are delivered right after the previous point "
+                                + "(later points like this are delivered the same way without another report)")))
+                reportedStepBack = true
             }
             inStepBackRun = true
         } else {
