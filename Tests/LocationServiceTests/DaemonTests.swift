@@ -1,5 +1,6 @@
 import Foundation
 import LocationControl
+import LocationGPX
 import LocationCore
 import LocationService
 import LocationTesting
@@ -130,6 +131,15 @@ struct DaemonTests {
         let count = try #require(objects[batchIndex]["count"] as? Int)
         #expect(count == held || count == held + 1)
         #expect(objects[(batchIndex + 1)...].prefix(count).allSatisfy { $0["type"] as? String == "location" })
+    }
+
+    @Test("watch --socket writes the daemon's locations as a valid GPX file")
+    func watchAsGPX() throws {
+        let daemon = try RunningDaemon()
+        let output = daemon.directory.file("watched.gpx")
+        let result = try daemon.ctl(["watch", "--format", "gpx", "--output", output, "--count", "4"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try GPXReader.readLocations(contentsOf: output).count == 4)
     }
 
     @Test("an invalid state change is refused with exit 64 and a clear message")
