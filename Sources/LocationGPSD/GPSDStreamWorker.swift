@@ -114,8 +114,8 @@ final class GPSDStreamWorker: Sendable {
                 try session.watch(devicePath: configuration.devicePath)
                 switch pump(session, &merger, &backoff, emit) {
                 case .stopped:
+                    // An epoch still being merged is dropped, not delivered half-complete.
                     session.unwatch()
-                    emit(&merger, merger.flush())
                     return nil
                 case .failed(let error):
                     failure = error
