@@ -3,6 +3,7 @@
 //   cpu       process CPU time of the reduced (duty-cycled) policy vs the high (continuous) one on the
 //             same 10 Hz feed from a real gpsd (gpsfake)
 //   recovery  time from gpsd accepting connections again to the first delivered fix
+//   acquisition  CPU time of one connect-to-first-fix acquisition (the fixed cost of each reduced cycle)
 // Usage: gpsd-bench [latency|cpu|recovery|all] [--seconds N] [--interval N]
 import Foundation
 import LocationCore
@@ -22,7 +23,7 @@ while let argument = arguments.first {
     switch argument {
     case "--seconds": seconds = Double(arguments.removeFirst()) ?? seconds
     case "--interval": interval = Double(arguments.removeFirst()) ?? interval
-    case "latency", "cpu", "recovery", "all": command = argument
+    case "latency", "cpu", "recovery", "acquisition", "all": command = argument
     default:
         FileHandle.standardError.write(Data("usage: gpsd-bench [latency|cpu|recovery|all] [--seconds N] [--interval N]\n".utf8))
         exit(64)
@@ -142,6 +143,19 @@ func measureRecovery(outage: Double) async throws {
         outage, recovery, cap))
 }
 
+func measureAcquisition(count: Int) async throws {
+    let server = try FeedServer(rateHz: 10)
+    defer { server.stop() }
+    let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: "127.0.0.1", port: server.port))
+    _ = try await source.currentLocation(timeout: .seconds(5))
+    let before = cpuSeconds()
+    for _ in 0..<count { _ = try await source.currentLocation(timeout: .seconds(5)) }
+    let perAcquisition = (cpuSeconds() - before) / Double(count)
+    print(String(format: "acquisition  %.0f µs CPU per connect + WATCH + first fix + close (%d runs, feed server included)",
+        perAcquisition * 1e6, count))
+}
+
+if command == "acquisition" { try await measureAcquisition(count: 50) }
 if command == "latency" || command == "all" { try await measureLatency(seconds: min(seconds, 60)) }
 if command == "recovery" || command == "all" {
     for outage in [1.0, 4.0, 12.0] { try await measureRecovery(outage: outage) }
