@@ -81,7 +81,7 @@ func runPhase(_ mode: AcquisitionMode, port: Int, seconds: Double) async throws 
 }
 
 func measureCPU(seconds: Double, interval: Double) async throws {
-    let capture = try writeSyntheticCapture(epochs: Int((2 * seconds + 30) * 10))
+    let capture = try writeSyntheticCapture(epochs: Int((2 * seconds + 40) * 10))
     defer { try? FileManager.default.removeItem(at: capture) }
     let shm = SharedMemoryCleanup()
     defer { shm.removeNew() }
@@ -108,8 +108,13 @@ func measureCPU(seconds: Double, interval: Double) async throws {
         ready = (try? await probe.currentLocation(timeout: .seconds(5))) != nil
     }
     guard ready else { throw BenchError("gpsfake on port \(port) never delivered a fix") }
-    let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let cycle = DutyCycle(interval: .seconds(interval), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+    // Warm up both code paths first (lazy symbol binding, first-use allocations), so the phases
+    // measure steady-state cost.
+    let warmUp = DutyCycle(interval: .seconds(1), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+    _ = try await runPhase(.dutyCycled(warmUp), port: port, seconds: 2.5)
+    _ = try await runPhase(.continuous, port: port, seconds: 1)
+    let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
     print(String(format: "cpu      high %.3f s CPU, %d messages, %d fixes over %.0f s", high.cpu, high.messages, high.fixes, seconds))
     print(String(format: "cpu      reduced (every %.0f s) %.3f s CPU, %d messages, %d fixes over %.0f s", interval, reduced.cpu, reduced.messages, reduced.fixes, seconds))
@@ -148,6 +153,7 @@ func measureAcquisition(count: Int) async throws {
     defer { server.stop() }
     let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: "127.0.0.1", port: server.port))
     _ = try await source.currentLocation(timeout: .seconds(5))
+    for _ in 0..<3 { _ = try await source.currentLocation(timeout: .seconds(5)) }
     let before = cpuSeconds()
     for _ in 0..<count { _ = try await source.currentLocation(timeout: .seconds(5)) }
     let perAcquisition = (cpuSeconds() - before) / Double(count)
