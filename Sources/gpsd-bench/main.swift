@@ -23,7 +23,7 @@ while let argument = arguments.first {
     switch argument {
     case "--seconds": seconds = Double(arguments.removeFirst()) ?? seconds
     case "--interval": interval = Double(arguments.removeFirst()) ?? interval
-    case "latency", "cpu", "recovery", "acquisition", "all": command = argument
+    case "latency", "cpu", "reduced", "recovery", "acquisition", "all": command = argument
     default:
         FileHandle.standardError.write(Data("usage: gpsd-bench [latency|cpu|recovery|all] [--seconds N] [--interval N]\n".utf8))
         exit(64)
@@ -80,7 +80,7 @@ func runPhase(_ mode: AcquisitionMode, port: Int, seconds: Double) async throws 
     return (cpuSeconds() - before, source.messagesRead, fixes.value)
 }
 
-func measureCPU(seconds: Double, interval: Double) async throws {
+func measureCPU(seconds: Double, interval: Double, reducedOnly: Bool = false) async throws {
     let capture = try writeSyntheticCapture(epochs: Int((2 * seconds + 40) * 10))
     defer { try? FileManager.default.removeItem(at: capture) }
     let shm = SharedMemoryCleanup()
@@ -114,6 +114,12 @@ func measureCPU(seconds: Double, interval: Double) async throws {
     let warmUp = DutyCycle(interval: .seconds(1), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
     _ = try await runPhase(.dutyCycled(warmUp), port: port, seconds: 2.5)
     _ = try await runPhase(.continuous, port: port, seconds: 1)
+    if reducedOnly {
+        let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
+        print(String(format: "reduced  (every %.0f s) %.3f s CPU, %d fixes: %.0f µs per acquisition",
+            interval, reduced.cpu, reduced.fixes, 1e6 * reduced.cpu / Double(max(reduced.fixes, 1))))
+        return
+    }
     let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
     print(String(format: "cpu      high %.3f s CPU, %d messages, %d fixes over %.0f s", high.cpu, high.messages, high.fixes, seconds))
@@ -161,6 +167,7 @@ func measureAcquisition(count: Int) async throws {
         perAcquisition * 1e6, count))
 }
 
+if command == "reduced" { try await measureCPU(seconds: seconds, interval: interval, reducedOnly: true) }
 if command == "acquisition" { try await measureAcquisition(count: 50) }
 if command == "latency" || command == "all" { try await measureLatency(seconds: min(seconds, 60)) }
 if command == "recovery" || command == "all" {
