@@ -22,8 +22,11 @@ import Synchronization
 ///   reconnects with capped exponential backoff; when data flows again the next report announces
 ///   `.status(.hasFix)` or `.status(.noFix)`.
 ///
-/// In duty-cycled mode each acquisition opens its own connection, and between acquisitions there is
-/// no connection at all, so gpsd may idle the receiver and this process sleeps.
+/// In continuous mode the reader thread reports straight into the context, without a hop through a
+/// task, to keep the delay from socket to delegate small. In duty-cycled mode each acquisition opens
+/// its own connection (``listen(_:)``, driven by ``ListeningLocationSource``'s acquisition logic), and
+/// between acquisitions there is no connection at all, so gpsd may idle the receiver and this process
+/// sleeps.
 public struct GPSDLocationSource: ListeningLocationSource {
     /// Where gpsd is and how it is treated.
     public let configuration: GPSDConfiguration
@@ -44,19 +47,74 @@ public struct GPSDLocationSource: ListeningLocationSource {
     /// How many gpsd messages (of any class) this source has read over all its connections.
     public var messagesRead: Int { state.messagesRead.load(ordering: .relaxed) }
 
+    /// Runs in whatever mode the context asks for, following mode changes, until the task is cancelled.
+    public func run(_ context: LocationSourceContext) async throws {
+        var mode = context.mode
+        while !Task.isCancelled {
+            let next: AcquisitionMode
+            switch mode {
+            case .continuous:
+                next = try await runContinuously(context)
+            case .dutyCycled:
+                next = try await runDutyCycled(mode, context)
+            }
+            if Task.isCancelled || next == mode { return }
+            mode = next
+        }
+    }
+
+    /// Reports from the reader thread until the mode changes; returns the new mode. The thread has
+    /// ended (and sends nothing more) when this returns.
+    private func runContinuously(_ context: LocationSourceContext) async throws -> AcquisitionMode {
+        let worker = try GPSDStreamWorker(configuration: configuration, reconnects: true, state: state)
+        let (ended, endedContinuation) = AsyncStream.makeStream(of: Void.self)
+        worker.start(sink: { context.report($0) }, finish: { _ in endedContinuation.finish() })
+        let next = await withTaskCancellationHandler {
+            await context.nextMode(after: .continuous)
+        } onCancel: {
+            worker.stop()
+        }
+        worker.stop()
+        for await _ in ended {}
+        return next
+    }
+
+    /// Runs duty-cycled acquisitions until the mode changes; returns the new mode (or `mode` itself
+    /// when cancelled). Every acquisition has ended when this returns.
+    private func runDutyCycled(_ mode: AcquisitionMode, _ context: LocationSourceContext) async throws -> AcquisitionMode {
+        let acquisitions = DutyCycledAcquisitions(source: self)
+        return try await withThrowingTaskGroup(of: AcquisitionMode?.self) { group in
+            group.addTask {
+                try await acquisitions.run(context)
+                return nil
+            }
+            group.addTask { await context.nextMode(after: mode) }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first ?? mode
+        }
+    }
+
     /// Connects, enables the WATCH and streams events, reconnecting by itself; ending the iteration
     /// disables the WATCH and closes the connection.
+    ///
+    /// In duty-cycled mode the connection is closed right after the first fix that meets the desired
+    /// accuracy, by the reading thread itself, so nothing more is read however late the consumer is.
     public func listen(_ context: LocationSourceContext) -> AsyncThrowingStream<LocationSourceEvent, any Error> {
-        events(reconnecting: true)
+        if case .dutyCycled(let cycle) = context.mode {
+            return events(reconnecting: true, stopAtAccuracy: .some(cycle.desiredAccuracy))
+        }
+        return events(reconnecting: true)
     }
 
     /// The event stream of one worker thread.
-    func events(reconnecting: Bool) -> AsyncThrowingStream<LocationSourceEvent, any Error> {
+    func events(reconnecting: Bool, stopAtAccuracy: Double?? = nil) -> AsyncThrowingStream<LocationSourceEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
             of: LocationSourceEvent.self, throwing: (any Error).self)
         let worker: GPSDStreamWorker
         do {
-            worker = try GPSDStreamWorker(configuration: configuration, reconnects: reconnecting, state: state)
+            worker = try GPSDStreamWorker(
+                configuration: configuration, reconnects: reconnecting, state: state, stopAtAccuracy: stopAtAccuracy)
         } catch {
             continuation.finish(throwing: error)
             return stream
@@ -108,5 +166,17 @@ public struct GPSDLocationSource: ListeningLocationSource {
         if let error = failure.value { throw error }
         throw LocationError(
             .noFix, "gpsd at \(configuration.endpoint) gave no fix within \(timeout.seconds) s")
+    }
+}
+
+/// The source seen only through ``listen(_:)``, so ``ListeningLocationSource``'s own `run` performs the
+/// duty-cycled acquisitions.
+private struct DutyCycledAcquisitions: ListeningLocationSource {
+    let source: GPSDLocationSource
+
+    var name: String { source.name }
+
+    func listen(_ context: LocationSourceContext) -> AsyncThrowingStream<LocationSourceEvent, any Error> {
+        source.listen(context)
     }
 }

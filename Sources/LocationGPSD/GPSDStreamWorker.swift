@@ -29,13 +29,20 @@ final class GPSDStreamWorker: Sendable {
 
     private let configuration: GPSDConfiguration
     private let reconnects: Bool
+    /// For one acquisition: stop reading as soon as a fix meets this accuracy (`.some(nil)`: any fix),
+    /// on this thread, whatever the consumer of the events is doing.
+    private let stopAtAccuracy: Double??
     private let state: GPSDSourceState
     private let stopRequested = Atomic<Bool>(false)
     private let wakeReader: Int32
     private let wakeWriter: Int32
 
-    /// Creates a worker; with `reconnects` false the first failure ends it (for one-shot requests).
-    init(configuration: GPSDConfiguration, reconnects: Bool, state: GPSDSourceState) throws(LocationError) {
+    /// Creates a worker; with `reconnects` false the first failure ends it (for one-shot requests);
+    /// with `stopAtAccuracy` set it ends after delivering the first fix that meets that accuracy.
+    init(
+        configuration: GPSDConfiguration, reconnects: Bool, state: GPSDSourceState,
+        stopAtAccuracy: Double?? = nil
+    ) throws(LocationError) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
             throw LocationError(
@@ -48,6 +55,7 @@ final class GPSDStreamWorker: Sendable {
         }
         self.configuration = configuration
         self.reconnects = reconnects
+        self.stopAtAccuracy = stopAtAccuracy
         self.state = state
         self.wakeReader = fds[0]
         self.wakeWriter = fds[1]
@@ -88,7 +96,14 @@ final class GPSDStreamWorker: Sendable {
             initial: configuration.reconnectDelay, maximum: configuration.maximumReconnectDelay)
         let emit: (inout EpochMerger, [LocationSourceEvent]) -> Void = { merger, events in
             guard !events.isEmpty else { return }
-            for event in events { sink(event) }
+            for event in events {
+                sink(event)
+                if case .location(let location) = event, let goal = self.stopAtAccuracy,
+                    AcquisitionSelector.meets(location, goal)
+                {
+                    self.stop()
+                }
+            }
             self.state.lastDelivered = merger.lastDelivered
         }
         sink(.status(.connecting))
@@ -99,8 +114,8 @@ final class GPSDStreamWorker: Sendable {
                 try session.watch(devicePath: configuration.devicePath)
                 switch pump(session, &merger, &backoff, emit) {
                 case .stopped:
+                    // An epoch still being merged is dropped, not delivered half-complete.
                     session.unwatch()
-                    emit(&merger, merger.flush())
                     return nil
                 case .failed(let error):
                     failure = error

@@ -86,8 +86,12 @@ final class FeedServer: Sendable {
                 }
                 continue
             }
-            // Busy-wait the last sub-millisecond so epochs are evenly spaced.
-            while Self.monotonicNanoseconds() < next {}
+            // poll's millisecond timeout may wake a little early: wait for the rest without spinning.
+            let early = Self.monotonicNanoseconds()
+            if early < next {
+                var rest = timespec(tv_sec: 0, tv_nsec: Int(next - early))
+                nanosleep(&rest, nil)
+            }
             next += period
             let time = Self.fixTime(ofEpoch: epoch, rateHz: rateHz)
             let whole = Int(time)

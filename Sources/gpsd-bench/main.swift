@@ -3,6 +3,7 @@
 //   cpu       process CPU time of the reduced (duty-cycled) policy vs the high (continuous) one on the
 //             same 10 Hz feed from a real gpsd (gpsfake)
 //   recovery  time from gpsd accepting connections again to the first delivered fix
+//   acquisition  CPU time of one connect-to-first-fix acquisition (the fixed cost of each reduced cycle)
 // Usage: gpsd-bench [latency|cpu|recovery|all] [--seconds N] [--interval N]
 import Foundation
 import LocationCore
@@ -22,7 +23,7 @@ while let argument = arguments.first {
     switch argument {
     case "--seconds": seconds = Double(arguments.removeFirst()) ?? seconds
     case "--interval": interval = Double(arguments.removeFirst()) ?? interval
-    case "latency", "cpu", "recovery", "all": command = argument
+    case "latency", "cpu", "reduced", "recovery", "acquisition", "all": command = argument
     default:
         FileHandle.standardError.write(Data("usage: gpsd-bench [latency|cpu|recovery|all] [--seconds N] [--interval N]\n".utf8))
         exit(64)
@@ -79,8 +80,8 @@ func runPhase(_ mode: AcquisitionMode, port: Int, seconds: Double) async throws 
     return (cpuSeconds() - before, source.messagesRead, fixes.value)
 }
 
-func measureCPU(seconds: Double, interval: Double) async throws {
-    let capture = try writeSyntheticCapture(epochs: Int((2 * seconds + 30) * 10))
+func measureCPU(seconds: Double, interval: Double, reducedOnly: Bool = false) async throws {
+    let capture = try writeSyntheticCapture(epochs: Int((2 * seconds + 40) * 10))
     defer { try? FileManager.default.removeItem(at: capture) }
     let shm = SharedMemoryCleanup()
     defer { shm.removeNew() }
@@ -107,8 +108,19 @@ func measureCPU(seconds: Double, interval: Double) async throws {
         ready = (try? await probe.currentLocation(timeout: .seconds(5))) != nil
     }
     guard ready else { throw BenchError("gpsfake on port \(port) never delivered a fix") }
-    let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let cycle = DutyCycle(interval: .seconds(interval), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+    // Warm up both code paths first (lazy symbol binding, first-use allocations), so the phases
+    // measure steady-state cost.
+    let warmUp = DutyCycle(interval: .seconds(1), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+    _ = try await runPhase(.dutyCycled(warmUp), port: port, seconds: 2.5)
+    _ = try await runPhase(.continuous, port: port, seconds: 1)
+    if reducedOnly {
+        let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
+        print(String(format: "reduced  (every %.0f s) %.3f s CPU, %d fixes: %.0f µs per acquisition",
+            interval, reduced.cpu, reduced.fixes, 1e6 * reduced.cpu / Double(max(reduced.fixes, 1))))
+        return
+    }
+    let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
     print(String(format: "cpu      high %.3f s CPU, %d messages, %d fixes over %.0f s", high.cpu, high.messages, high.fixes, seconds))
     print(String(format: "cpu      reduced (every %.0f s) %.3f s CPU, %d messages, %d fixes over %.0f s", interval, reduced.cpu, reduced.messages, reduced.fixes, seconds))
@@ -142,6 +154,21 @@ func measureRecovery(outage: Double) async throws {
         outage, recovery, cap))
 }
 
+func measureAcquisition(count: Int) async throws {
+    let server = try FeedServer(rateHz: 10)
+    defer { server.stop() }
+    let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: "127.0.0.1", port: server.port))
+    _ = try await source.currentLocation(timeout: .seconds(5))
+    for _ in 0..<3 { _ = try await source.currentLocation(timeout: .seconds(5)) }
+    let before = cpuSeconds()
+    for _ in 0..<count { _ = try await source.currentLocation(timeout: .seconds(5)) }
+    let perAcquisition = (cpuSeconds() - before) / Double(count)
+    print(String(format: "acquisition  %.0f µs CPU per connect + WATCH + first fix + close (%d runs, feed server included)",
+        perAcquisition * 1e6, count))
+}
+
+if command == "reduced" { try await measureCPU(seconds: seconds, interval: interval, reducedOnly: true) }
+if command == "acquisition" { try await measureAcquisition(count: 50) }
 if command == "latency" || command == "all" { try await measureLatency(seconds: min(seconds, 60)) }
 if command == "recovery" || command == "all" {
     for outage in [1.0, 4.0, 12.0] { try await measureRecovery(outage: outage) }

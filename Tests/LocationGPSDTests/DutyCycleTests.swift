@@ -57,4 +57,38 @@ struct DutyCycleTests {
         let times = reducedRecorder.locations.map(\.timestamp)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "every acquisition delivers a new fix")
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func switchesModesWhileRunning() async throws {
+        let feed = try SyntheticFeed.write(epochs: 2_000, rateHz: 10)
+        defer { try? FileManager.default.removeItem(at: feed) }
+        let fake = try GPSFake(log: feed, cycle: 0.01)
+        defer { fake.stop() }
+        try await fake.waitUntilAccepting()
+        let source = try GPSDLocationSource(configuration: GPSDConfiguration(
+            host: "127.0.0.1", port: fake.port, epochSettle: .milliseconds(300)))
+        let recorder = EventRecorder(mode: .continuous)
+        recorder.start(source)
+        let streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 10 }
+        try #require(streaming, "continuous fixes flow")
+
+        let cycle = DutyCycle(interval: .seconds(3), desiredAccuracy: nil, acquisitionTimeout: .seconds(2))
+        let beforeReduced = recorder.events.count
+        recorder.context.setMode(.dutyCycled(cycle))
+        let rested = await recorder.wait(timeout: .seconds(10)) { recorder in
+            recorder.events.dropFirst(beforeReduced).contains(.status(.resting))
+        }
+        #expect(rested, "the source switched to duty-cycled acquisitions")
+        let reducedFixes = recorder.events.dropFirst(beforeReduced).filter { if case .location = $0 { true } else { false } }
+        #expect(reducedFixes.count <= 3, "a duty-cycled acquisition delivers one fix, not a stream: \(reducedFixes.count)")
+
+        let beforeHigh = recorder.locations.count
+        recorder.context.setMode(.continuous)
+        let again = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= beforeHigh + 10 }
+        await recorder.stop()
+        #expect(again, "continuous fixes flow again")
+        let times = recorder.locations.map(\.timestamp)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no fix repeated across mode changes")
+        #expect(recorder.errors.isEmpty, "\(recorder.errors)")
+    }
 }

@@ -86,7 +86,10 @@ final class GPSFake: Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
-            if Self.canConnect(port: port) { return }
+            if Self.canConnect(port: port) {
+                if let daemon = gpsdPID { SharedMemory.daemonStarted(daemon) }
+                return
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestFailure("gpsd on port \(port) did not start within \(timeout)")

@@ -25,7 +25,16 @@ enum TestData {
         var time: Date
         var latitude: Double
         var longitude: Double
+        /// The other numeric fields of the epoch's last TPV, by gpsd's JSON names (altMSL, eph, ...).
+        var fields: [String: Double] = [:]
     }
+
+    /// The TPV fields compared with a delivered ``Location``, with the location's value for each.
+    static let comparedFields: [(json: String, value: @Sendable (Location) -> Double?)] = [
+        ("altMSL", { $0.altitude }), ("altHAE", { $0.ellipsoidalAltitude }), ("eph", { $0.horizontalAccuracy }),
+        ("epv", { $0.verticalAccuracy }), ("speed", { $0.speed }), ("eps", { $0.speedAccuracy }),
+        ("track", { $0.course }), ("epd", { $0.courseAccuracy }), ("climb", { $0.climb }),
+    ]
 
     /// The fixes of `name.chk`: one per distinct time among TPVs with mode ≥ 2, time and position.
     static func expectedFixes(_ name: String) throws -> [ExpectedFix] {
@@ -39,7 +48,11 @@ enum TestData {
                 let latitude = field("lat", in: line).flatMap(Double.init),
                 let longitude = field("lon", in: line).flatMap(Double.init)
             else { continue }
-            byTime[time] = ExpectedFix(time: time, latitude: latitude, longitude: longitude)
+            var fields: [String: Double] = [:]
+            for (name, _) in comparedFields {
+                if let value = field(name, in: line).flatMap(Double.init) { fields[name] = value }
+            }
+            byTime[time] = ExpectedFix(time: time, latitude: latitude, longitude: longitude, fields: fields)
         }
         return byTime.values.sorted { $0.time < $1.time }
     }
