@@ -9,7 +9,8 @@ struct LocationCtl: AsyncParsableCommand {
         abstract: "Watch, replay and query positions from gpsd, GPX files and locationd.",
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, \
-            69 gpsd or locationd unreachable, 75 no fix within the timeout.
+            69 gpsd or locationd unreachable, 73 output file cannot be created, \
+            75 no fix within the timeout.
             """,
         subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
     )
