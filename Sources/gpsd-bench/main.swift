@@ -120,12 +120,20 @@ func measureCPU(seconds: Double, interval: Double, reducedOnly: Bool = false) as
             interval, reduced.cpu, reduced.fixes, 1e6 * reduced.cpu / Double(max(reduced.fixes, 1))))
         return
     }
+    // What the process spends with no source running (runtime timers, the bench itself), so the
+    // policies can also be compared by their own cost.
+    let idleBefore = cpuSeconds()
+    try await Task.sleep(for: .seconds(seconds))
+    let idle = cpuSeconds() - idleBefore
     let high = try await runPhase(.continuous, port: port, seconds: seconds)
     let reduced = try await runPhase(.dutyCycled(cycle), port: port, seconds: seconds)
     print(String(format: "cpu      high %.3f s CPU, %d messages, %d fixes over %.0f s", high.cpu, high.messages, high.fixes, seconds))
     print(String(format: "cpu      reduced (every %.0f s) %.3f s CPU, %d messages, %d fixes over %.0f s", interval, reduced.cpu, reduced.messages, reduced.fixes, seconds))
+    print(String(format: "cpu      idle process (no source) %.3f s CPU over %.0f s", idle, seconds))
     print(String(format: "cpu      reduced / high: %.1f %% of CPU time, %.1f %% of messages",
         100 * reduced.cpu / high.cpu, 100 * Double(reduced.messages) / Double(high.messages)))
+    print(String(format: "cpu      reduced / high, each less the idle process: %.1f %%",
+        100 * max(0, reduced.cpu - idle) / max(high.cpu - idle, 1e-9)))
 }
 
 func measureRecovery(outage: Double) async throws {
