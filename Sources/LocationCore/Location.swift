@@ -40,6 +40,12 @@ public struct Location: Sendable, Hashable {
     public var source: String?
     /// Whether the fix was produced by a simulation or replay rather than a live receiver.
     public var isSimulated: Bool
+    /// Horizontal dilution of precision: how the satellite geometry scales horizontal error.
+    public var hdop: Double?
+    /// Vertical dilution of precision.
+    public var vdop: Double?
+    /// Position (3D) dilution of precision.
+    public var pdop: Double?
 
     /// Creates a location; non-finite optional values become `nil`.
     public init(
@@ -58,7 +64,10 @@ public struct Location: Sendable, Hashable {
         fixMode: FixMode? = nil,
         satellitesUsed: Int? = nil,
         source: String? = nil,
-        isSimulated: Bool = false
+        isSimulated: Bool = false,
+        hdop: Double? = nil,
+        vdop: Double? = nil,
+        pdop: Double? = nil
     ) {
         self.latitude = latitude
         self.longitude = longitude
@@ -76,6 +85,9 @@ public struct Location: Sendable, Hashable {
         self.satellitesUsed = satellitesUsed
         self.source = source
         self.isSimulated = isSimulated
+        self.hdop = hdop.finite
+        self.vdop = vdop.finite
+        self.pdop = pdop.finite
     }
 
     /// Whether latitude and longitude are finite and inside [-90, 90] × [-180, 180].
@@ -121,7 +133,7 @@ extension Location: Codable {
     private enum CodingKeys: String, CodingKey {
         case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy
         case speed, speedAccuracy, course, courseAccuracy, climb, timestamp, fixMode, satellitesUsed
-        case source, isSimulated
+        case source, isSimulated, hdop, vdop, pdop
     }
 
     /// Decodes a location; `timestamp` must be an RFC 3339 string.
@@ -151,7 +163,10 @@ extension Location: Codable {
             fixMode: try container.decodeIfPresent(FixMode.self, forKey: .fixMode),
             satellitesUsed: try container.decodeIfPresent(Int.self, forKey: .satellitesUsed),
             source: try container.decodeIfPresent(String.self, forKey: .source),
-            isSimulated: try container.decodeIfPresent(Bool.self, forKey: .isSimulated) ?? false
+            isSimulated: try container.decodeIfPresent(Bool.self, forKey: .isSimulated) ?? false,
+            hdop: try container.decodeIfPresent(Double.self, forKey: .hdop),
+            vdop: try container.decodeIfPresent(Double.self, forKey: .vdop),
+            pdop: try container.decodeIfPresent(Double.self, forKey: .pdop)
         )
         guard hasValidCoordinate else {
             throw DecodingError.dataCorruptedError(
@@ -179,5 +194,8 @@ extension Location: Codable {
         try container.encodeIfPresent(satellitesUsed, forKey: .satellitesUsed)
         try container.encodeIfPresent(source, forKey: .source)
         try container.encode(isSimulated, forKey: .isSimulated)
+        try container.encodeIfPresent(hdop, forKey: .hdop)
+        try container.encodeIfPresent(vdop, forKey: .vdop)
+        try container.encodeIfPresent(pdop, forKey: .pdop)
     }
 }

@@ -87,15 +87,27 @@ public struct LocationBatch: Sendable {
 
     // MARK: - Encoding
 
+    /// Bytes holding the 4-bit byte counts of the fields, two to a byte.
+    private static let lengthBytes = (FieldBits.count + 1) / 2
+
     /// Sentinel bit pattern for an absent value: a NaN, which a `Location` never holds.
     private static let absent: UInt64 = 0x7FF8_0000_0000_0BAD
 
     private struct FieldBits: Sendable {
-        var values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+        var values: (
+            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+            UInt64, UInt64
+        )
+        static let count = 15
         static let initial = FieldBits(
-            values: (0, 0, 0, absent, absent, absent, absent, absent, absent, absent, absent, absent))
+            values: (0, 0, 0, absent, absent, absent, absent, absent, absent, absent, absent, absent, absent, absent, absent))
 
-        init(values: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)) {
+        init(
+            values: (
+                UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                UInt64, UInt64
+            )
+        ) {
             self.values = values
         }
 
@@ -107,7 +119,8 @@ public struct LocationBatch: Sendable {
                 bits(location.altitude), bits(location.ellipsoidalAltitude),
                 bits(location.horizontalAccuracy), bits(location.verticalAccuracy),
                 bits(location.speed), bits(location.speedAccuracy),
-                bits(location.course), bits(location.courseAccuracy), bits(location.climb)
+                bits(location.course), bits(location.courseAccuracy), bits(location.climb),
+                bits(location.hdop), bits(location.vdop), bits(location.pdop)
             )
         }
 
@@ -131,14 +144,14 @@ public struct LocationBatch: Sendable {
         let current = FieldBits(location)
         var xors = FieldBits.initial
         var lengths: (UInt64) = 0
-        for index in 0..<12 {
+        for index in 0..<FieldBits.count {
             let x = current[index] ^ chunk.previous[index]
             xors[index] = x
             let length = (64 - x.leadingZeroBitCount + 7) / 8
             lengths |= UInt64(length) << (UInt64(index) * 4)
         }
-        for byte in 0..<6 { chunk.bytes.append(UInt8(truncatingIfNeeded: lengths >> (UInt64(byte) * 8))) }
-        for index in 0..<12 {
+        for byte in 0..<Self.lengthBytes { chunk.bytes.append(UInt8(truncatingIfNeeded: lengths >> (UInt64(byte) * 8))) }
+        for index in 0..<FieldBits.count {
             var x = xors[index]
             let length = Int((lengths >> (UInt64(index) * 4)) & 0xF)
             for _ in 0..<length {
@@ -189,9 +202,9 @@ public struct LocationBatch: Sendable {
         _ sources: [String]
     ) -> Location {
         var lengths: UInt64 = 0
-        for byte in 0..<6 { lengths |= UInt64(bytes[offset + byte]) << (UInt64(byte) * 8) }
-        offset += 6
-        for index in 0..<12 {
+        for byte in 0..<Self.lengthBytes { lengths |= UInt64(bytes[offset + byte]) << (UInt64(byte) * 8) }
+        offset += Self.lengthBytes
+        for index in 0..<FieldBits.count {
             let length = Int((lengths >> (UInt64(index) * 4)) & 0xF)
             var x: UInt64 = 0
             for byte in 0..<length { x |= UInt64(bytes[offset + byte]) << (UInt64(byte) * 8) }
@@ -223,7 +236,7 @@ public struct LocationBatch: Sendable {
             timestamp: Date(timeIntervalSinceReferenceDate: Double(bitPattern: previous[2])),
             fixMode: fixMode, satellitesUsed: meta.satellites,
             source: meta.sourceID == 0 ? nil : sources[meta.sourceID - 1],
-            isSimulated: flags & 0x04 != 0)
+            isSimulated: flags & 0x04 != 0, hdop: value(12), vdop: value(13), pdop: value(14))
     }
 
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

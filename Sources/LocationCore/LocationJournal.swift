@@ -10,7 +10,9 @@ import Foundation
 ///   2 horizontalAccuracy, 3 verticalAccuracy, 4 speed, 5 speedAccuracy, 6 course, 7 courseAccuracy,
 ///   8 climb, 9 satellitesUsed, 10 fixMode, 11 source) · `u8 flags` (bit 0 isSimulated, bit 1 fixMode is 3D) ·
 ///   `f64 latitude` · `f64 longitude` · `f64 timestamp` (seconds since 2001-01-01T00:00:00Z) · each present
-///   `f64` field in mask order · `u32 satellitesUsed` if present · `u16 byte count` + UTF-8 `source` if present.
+///   `f64` field in mask order · `u32 satellitesUsed` if present · `u16 byte count` + UTF-8 `source` if present
+///   · then, for mask bits 12 hdop, 13 vdop and 14 pdop, each present `f64` (added after `source` so that
+///   records written before these fields existed read the same).
 ///
 /// Every fix is written with one `write` as it is appended, so it survives the process being killed;
 /// `fsync` runs at least once per ``syncInterval`` while appending and on ``sync()``, so it also survives
@@ -216,6 +218,8 @@ public final class LocationJournal: Sendable {
         if location.fixMode != nil { mask |= 1 << 10 }
         let source = location.source.map { Array($0.utf8.prefix(1024)) }
         if source != nil { mask |= 1 << 11 }
+        let dilutions: [Double?] = [location.hdop, location.vdop, location.pdop]
+        for (bit, value) in dilutions.enumerated() where value != nil { mask |= 1 << (12 + bit) }
         append(mask, to: &bytes)
         var flags: UInt8 = location.isSimulated ? 1 : 0
         if location.fixMode == .threeDimensional { flags |= 2 }
@@ -229,6 +233,7 @@ public final class LocationJournal: Sendable {
             append(UInt16(source.count), to: &bytes)
             bytes.append(contentsOf: source)
         }
+        for value in dilutions { if let value { append(value.bitPattern, to: &bytes) } }
         let payloadLength = bytes.count - payloadStart
         let length = UInt32(payloadLength)
         for index in 0..<4 { bytes[lengthOffset + index] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(index))) }
@@ -310,7 +315,16 @@ public final class LocationJournal: Sendable {
             source = String(decoding: UnsafeBufferPointer(rebasing: payload[offset..<(offset + Int(length))]), as: UTF8.self)
             offset += Int(length)
         }
-        guard offset == payload.count else { return nil }
+        var dilutions: [Double?] = []
+        for bit in 12..<15 {
+            if mask & (1 << bit) != 0 {
+                guard let value = readDouble() else { return nil }
+                dilutions.append(value)
+            } else {
+                dilutions.append(nil)
+            }
+        }
+        guard offset == payload.count, mask & 0x8000 == 0 else { return nil }
         let location = Location(
             latitude: latitude, longitude: longitude,
             altitude: optionals[0], ellipsoidalAltitude: optionals[1],
@@ -318,7 +332,8 @@ public final class LocationJournal: Sendable {
             speed: optionals[4], speedAccuracy: optionals[5], course: optionals[6], courseAccuracy: optionals[7],
             climb: optionals[8], timestamp: Date(timeIntervalSinceReferenceDate: time),
             fixMode: mask & (1 << 10) == 0 ? nil : (flags & 2 != 0 ? .threeDimensional : .twoDimensional),
-            satellitesUsed: satellites, source: source, isSimulated: flags & 1 != 0)
+            satellitesUsed: satellites, source: source, isSimulated: flags & 1 != 0,
+            hdop: dilutions[0], vdop: dilutions[1], pdop: dilutions[2])
         return location.hasValidCoordinate ? location : nil
     }
 }

@@ -7,7 +7,7 @@ import LocationCore
 ///   the caller calls ``flush()`` (after a quiet spell, or when the connection ends).
 /// - Only fixes with mode ≥ 2 and a time and a coordinate are delivered. A fix whose time is not later
 ///   than the last delivered one is stale (gpsd repeating itself, or a clock going back) and is dropped.
-/// - `satellitesUsed` comes from the latest SKY.
+/// - `satellitesUsed` and the dilutions of precision (`hdop`, `vdop`, `pdop`) come from the latest SKY.
 /// - Fix loss (a TPV with mode < 2 after a fix) reports `.status(.noFix)` and a `.fixLost` error; the
 ///   first fix after that, or after ``reset()``, reports `.status(.hasFix)`.
 ///
@@ -23,6 +23,7 @@ struct EpochMerger: Sendable {
     private var pending: GPSDFix?
     private var fixState = FixState.unknown
     private var satellitesUsed: Int?
+    private var dilution: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
 
     init(fallbackSource: String? = nil, lastDelivered: GPSDTime? = nil) {
         self.fallbackSource = fallbackSource
@@ -38,6 +39,7 @@ struct EpochMerger: Sendable {
         let events = flush()
         fixState = .unknown
         satellitesUsed = nil
+        dilution = (nil, nil, nil)
         return events
     }
 
@@ -46,8 +48,10 @@ struct EpochMerger: Sendable {
         switch report {
         case .other:
             return []
-        case .sky(let used):
+        case .sky(let used, let hdop, let vdop, let pdop):
             if let used { satellitesUsed = used }
+            // A SKY without DOP (some receivers send several per epoch) keeps the last values it had.
+            if hdop != nil || vdop != nil || pdop != nil { dilution = (hdop, vdop, pdop) }
             return []
         case .fix(let fix):
             return accept(fix)
@@ -71,6 +75,7 @@ struct EpochMerger: Sendable {
             }
             fixState = .noFix
             satellitesUsed = nil
+            dilution = (nil, nil, nil)
             return events
         }
         guard let time = fix.time, fix.latitude != nil, fix.longitude != nil else { return [] }
@@ -127,7 +132,10 @@ struct EpochMerger: Sendable {
             fixMode: fix.mode >= 3 ? .threeDimensional : .twoDimensional,
             satellitesUsed: satellitesUsed,
             source: fix.device ?? fallbackSource,
-            isSimulated: false
+            isSimulated: false,
+            hdop: dilution.hdop,
+            vdop: dilution.vdop,
+            pdop: dilution.pdop
         )
     }
 }

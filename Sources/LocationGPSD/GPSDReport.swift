@@ -4,8 +4,8 @@
 enum GPSDReport: Sendable, Equatable {
     /// A TPV (time-position-velocity) report.
     case fix(GPSDFix)
-    /// A SKY report: how many satellites the solution uses, when gpsd said.
-    case sky(satellitesUsed: Int?)
+    /// A SKY report: how many satellites the solution uses and the dilutions of precision, when gpsd said.
+    case sky(satellitesUsed: Int?, hdop: Double? = nil, vdop: Double? = nil, pdop: Double? = nil)
     /// Anything else gpsd sends (VERSION, DEVICES, WATCH, DEVICE, GST, ATT, ...); counted, not used.
     case other
 }

@@ -140,7 +140,10 @@ struct GPSDSession: ~Copyable {
         }
         if set & CGPS_SATELLITE_SET != 0 {
             let used = Int(data.pointee.satellites_used)
-            return .sky(satellitesUsed: used >= 0 ? used : nil)
+            let dop = data.pointee.dop
+            return .sky(
+                satellitesUsed: used >= 0 ? used : nil, hdop: Optional(dop.hdop).finiteValue,
+                vdop: Optional(dop.vdop).finiteValue, pdop: Optional(dop.pdop).finiteValue)
         }
         return .other
     }

@@ -160,6 +160,6 @@ public struct GPXPoint: Sendable, Hashable {
             horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, speed: speed,
             speedAccuracy: speedAccuracy, course: course, courseAccuracy: courseAccuracy, climb: climb,
             timestamp: timestamp, fixMode: mode, satellitesUsed: satellites, source: sourceName,
-            isSimulated: isSimulated)
+            isSimulated: isSimulated, hdop: hdop, vdop: vdop, pdop: pdop)
     }
 }

@@ -140,6 +140,10 @@ public final class GPXWriter {
             GPXNumber.appendInt(satellites, to: &buffer)
             append("</sat>\n")
         }
+        // GPX 1.1 orders the dilutions right after <sat>.
+        if let hdop = location.hdop { element("hdop", hdop) }
+        if let vdop = location.vdop { element("vdop", vdop) }
+        if let pdop = location.pdop { element("pdop", pdop) }
         let extensions: [(String, Double?)] = [
             ("speed", location.speed), ("course", location.course),
             ("horizontalAccuracy", location.horizontalAccuracy), ("verticalAccuracy", location.verticalAccuracy),

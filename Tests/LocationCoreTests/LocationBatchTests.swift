@@ -17,6 +17,10 @@ struct LocationBatchTests {
         originals[10].speed = -0.0
         originals[11].course = 359.999_999_999_9
         originals[12].latitude = -89.999_999_999
+        originals[13].hdop = 0.9
+        originals[14].hdop = 1.1
+        originals[14].vdop = 1.7
+        originals[14].pdop = 2.02
         batch.append(contentsOf: originals)
         #expect(batch.count == originals.count)
         #expect(batch.peek() == originals)

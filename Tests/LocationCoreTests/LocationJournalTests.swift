@@ -35,7 +35,10 @@ struct LocationJournalTests {
     func survivesReopen() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("held.journal")
-        let fixes = LocationFixtures.walk(count: 500)
+        var fixes = LocationFixtures.walk(count: 500)
+        fixes[3].hdop = 0.7
+        fixes[3].vdop = 1.2
+        fixes[4].pdop = 3.5
         do {
             let (journal, contents) = try LocationJournal.open(path: path)
             #expect(contents.locations.isEmpty)

@@ -35,7 +35,9 @@ struct LocationTests {
 
     @Test("JSON round trip is lossless for every field")
     func roundTrip() throws {
-        let original = LocationFixtures.walk(17)
+        var original = LocationFixtures.walk(17)
+        original.hdop = 0.8
+        original.pdop = 1.5
         let decoded = try JSONDecoder().decode(Location.self, from: JSONEncoder().encode(original))
         #expect(decoded == original)
     }

@@ -68,6 +68,15 @@ struct ReplayTests {
         if oracleText.contains("\"uSat\":") && oracleText.contains("\"used\":true") {
             #expect(delivered.contains { ($0.satellitesUsed ?? 0) > 0 }, "\(name): satellites used come from SKY")
         }
+        // Dilutions of precision come from SKY too: every delivered hdop is one gpsd reported.
+        let skyHDOPs = oracleText.split(separator: "\n").filter { $0.contains("\"class\":\"SKY\"") }.compactMap { line in
+            ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["hdop"] as? Double
+        }
+        if !skyHDOPs.isEmpty {
+            let delivered = delivered.compactMap(\.hdop)
+            #expect(!delivered.isEmpty, "\(name): hdop comes from SKY")
+            #expect(delivered.allSatisfy { hdop in skyHDOPs.contains { abs($0 - hdop) < 1e-9 } }, "\(name): \(delivered)")
+        }
         if expected.isEmpty {
             let none = delivered.isEmpty
             #expect(none, "\(name): a capture without fixes must deliver nothing")

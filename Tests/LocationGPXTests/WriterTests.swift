@@ -10,7 +10,8 @@ import Testing
         latitude: 47.123456789, longitude: 8.5, altitude: 400.25, ellipsoidalAltitude: 447.5,
         horizontalAccuracy: 3.5, verticalAccuracy: 5, speed: 1.25, speedAccuracy: 0.5, course: 271.5,
         courseAccuracy: 10, climb: -0.25, timestamp: Date(timeIntervalSince1970: 1_714_543_200.25),
-        fixMode: .threeDimensional, satellitesUsed: 9, source: "/dev/ttyACM0 & <gps> \"1\"", isSimulated: true)
+        fixMode: .threeDimensional, satellitesUsed: 9, source: "/dev/ttyACM0 & <gps> \"1\"", isSimulated: true,
+        hdop: 0.9, vdop: 1.4, pdop: 1.66)
     static let bare = Location(latitude: -33.9, longitude: 151.2, timestamp: Date(timeIntervalSince1970: 1_714_543_201))
 
     /// Random locations: every optional present or absent, awkward numbers, sub-second times.
@@ -33,7 +34,8 @@ import Testing
                 fixMode: [nil, .twoDimensional, .threeDimensional][Int(random.next() % 3)],
                 satellitesUsed: random.next() % 2 == 0 ? nil : Int(random.next() % 40),
                 source: random.next() % 2 == 0 ? nil : "gps \(random.next() % 1000) & <ünïcode> ☺\t\n\r",
-                isSimulated: random.next() % 2 == 0)
+                isSimulated: random.next() % 2 == 0,
+                hdop: maybe(random.unit() * 50), vdop: maybe(random.unit() * 50), pdop: maybe(random.unit() * 50))
         }
     }
 
