@@ -41,8 +41,14 @@ package struct ProcessMeasurement: Sendable {
     }
 
     /// Runs `argv` (a path and its arguments) to completion and measures it. `discardOutput` sends its
-    /// standard output to /dev/null instead of collecting it.
-    package static func run(_ argv: [String], discardOutput: Bool = false) throws -> ProcessMeasurement {
+    /// standard output to /dev/null instead of collecting it. Without `measureRSS` the child is started
+    /// directly rather than under GNU time, and `peakRSSKiB` is 0. `discardErrors` sends its standard error
+    /// to /dev/null.
+    package static func run(
+        _ argv: [String], discardOutput: Bool = false, measureRSS: Bool = true, discardErrors: Bool = false
+    ) throws -> ProcessMeasurement {
+        let gnuTime = measureRSS ? gnuTime : nil
+        let sampling = measureRSS && gnuTime == nil
         let rssFile = NSTemporaryDirectory() + "/gpx-bench-rss-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         defer { unlink(rssFile) }
         let command = gnuTime.map { [$0, "-f", "%M", "-o", rssFile] + argv } ?? argv
@@ -56,6 +62,7 @@ package struct ProcessMeasurement: Sendable {
         } else {
             posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         }
+        if discardErrors { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         posix_spawn_file_actions_addclose(&actions, pipe[1])
         var cArguments = command.map { strdup($0) } + [nil]
@@ -85,10 +92,10 @@ package struct ProcessMeasurement: Sendable {
         var status: Int32 = 0
         var usage = rusage()
         while true {
-            let reaped = wait4(pid, &status, gnuTime == nil ? WNOHANG : 0, &usage)
+            let reaped = wait4(pid, &status, sampling ? WNOHANG : 0, &usage)
             if reaped == pid { break }
             if reaped < 0 && errno != EINTR { break }
-            if gnuTime == nil {
+            if sampling {
                 sampledKiB = max(sampledKiB, vmHWM(pid) ?? 0)
                 usleep(2000)
             }
