@@ -52,7 +52,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "locationbench",
-            dependencies: ["LocationBenchmarks", "LocationCore"]
+            dependencies: ["LocationBenchmarks", "LocationCore", "locationctl", "locationd"]
         ),
         .target(
             name: "LocationControl",
