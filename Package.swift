@@ -42,9 +42,17 @@ let package = Package(
             name: "LocationGPX",
             dependencies: ["LocationCore", "CLibXML2"]
         ),
+        .target(
+            name: "LocationBenchmarks",
+            dependencies: ["LocationCore", "LocationGPX", "LocationGPSD", "LocationTesting", "CLibXML2"]
+        ),
         .executableTarget(
             name: "gpx-bench",
-            dependencies: ["LocationCore", "LocationGPX"]
+            dependencies: ["LocationBenchmarks"]
+        ),
+        .executableTarget(
+            name: "locationbench",
+            dependencies: ["LocationBenchmarks", "LocationCore", "locationctl", "locationd"]
         ),
         .target(
             name: "LocationControl",
@@ -57,7 +65,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "location-bench",
-            dependencies: ["LocationCore", "LocationTesting"]
+            dependencies: ["LocationBenchmarks"]
         ),
         .systemLibrary(
             name: "CGPS",
@@ -112,7 +120,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "gpsd-bench",
-            dependencies: ["LocationGPSD", "LocationCore"]
+            dependencies: ["LocationBenchmarks"]
         ),
         .testTarget(
             name: "LocationGPSDTests",

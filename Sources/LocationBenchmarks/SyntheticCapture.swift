@@ -1,8 +1,8 @@
 import Foundation
 
 /// Writes a 10 Hz GGA + RMC capture with `epochs` epochs to a temporary file.
-func writeSyntheticCapture(epochs: Int) throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("gpsd-bench-\(getpid()).log")
+package func writeSyntheticCapture(epochs: Int) throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("gpsd-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).log")
     var text = ""
     func sentence(_ body: String) -> String {
         "$" + body + String(format: "*%02X", body.utf8.reduce(UInt8(0)) { $0 ^ $1 }) + "\r\n"

@@ -5,12 +5,12 @@ import Glibc
 #endif
 
 /// Removes the System V segments a gpsd left that were not there before (`ipcs -m`).
-struct SharedMemoryCleanup {
+package struct SharedMemoryCleanup: Sendable {
     private let before: Set<Int32>
 
-    init() { before = Set(Self.segments().keys) }
+    package init() { before = Set(Self.segments().keys) }
 
-    func removeNew() {
+    package func removeNew() {
         for (key, attached) in Self.segments() where attached == 0 && !before.contains(key) {
             let id = shmget(key_t(key), 0, 0)
             // Only gpsd's keys: its export segment (0x4770xxxx) and the NTP ones (NTP0..NTP7).

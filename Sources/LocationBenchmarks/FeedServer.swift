@@ -7,19 +7,19 @@ import Glibc
 
 /// A minimal gpsd stand-in on loopback: greets each client like gpsd and then sends one TPV per epoch at a
 /// fixed rate, recording when each line was written, so the time to the delegate can be measured.
-final class FeedServer: Sendable {
-    let port: Int
+package final class FeedServer: Sendable {
+    package let port: Int
     private let listener: Int32
     private let running = Atomic<Bool>(true)
     private let done = Atomic<Bool>(false)
     /// Monotonic write time (nanoseconds) of each epoch's line, indexed by epoch number.
-    let writeTimes = Mutex<[Int: UInt64]>([:])
-    let rateHz: Double
+    package let writeTimes = Mutex<[Int: UInt64]>([:])
+    package let rateHz: Double
 
     private let firstEpoch: Int
 
     /// Listens on `port` (0 picks a free one) and sends epochs `firstEpoch`, `firstEpoch + 1`, ...
-    init(port: Int = 0, rateHz: Double, firstEpoch: Int = 0) throws {
+    package init(port: Int = 0, rateHz: Double, firstEpoch: Int = 0) throws {
         self.rateHz = rateHz
         self.firstEpoch = firstEpoch
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -47,19 +47,19 @@ final class FeedServer: Sendable {
     }
 
     /// Stops serving and closes every socket (gpsd going away).
-    func stop() {
+    package func stop() {
         running.store(false, ordering: .sequentiallyConsistent)
         while !done.load(ordering: .sequentiallyConsistent) { usleep(2_000) }
     }
 
-    static func monotonicNanoseconds() -> UInt64 {
+    package static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// The fix time of epoch `n`, so the reader can map a delivered location back to its epoch.
-    static func fixTime(ofEpoch n: Int, rateHz: Double) -> Double {
+    package static func fixTime(ofEpoch n: Int, rateHz: Double) -> Double {
         1_714_543_200 + Double(n) / rateHz
     }
 

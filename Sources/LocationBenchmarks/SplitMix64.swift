@@ -1,0 +1,18 @@
+/// SplitMix64: a small, fast generator that gives the same sequence on every platform for a seed.
+package struct SplitMix64: Sendable {
+    package var state: UInt64
+
+    package init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform value in [0, 1).
+    package mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

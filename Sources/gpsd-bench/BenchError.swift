@@ -1,5 +1,0 @@
-/// A benchmark set-up failure.
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -1,0 +1,246 @@
+// locationbench: every headline figure of the project next to its peers, measured in one run.
+//
+//   swift run -c release locationbench [--quick] [--json] [--runs N]
+//
+// Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
+// installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
+// with gpx-bench, location-bench and gpsd-bench.
+import Foundation
+import LocationBenchmarks
+import LocationCore
+
+// Child mode: `--read READER FILE` (the GPX readers run in child processes of this executable).
+GPXReadChild.runIfRequested(CommandLine.arguments)
+
+var quick = false
+var json = false
+var runs = 3
+var arguments = Array(CommandLine.arguments.dropFirst())
+while let argument = arguments.first {
+    arguments.removeFirst()
+    switch argument {
+    case "--quick": quick = true
+    case "--json": json = true
+    case "--runs" where Int(arguments.first ?? "").map({ $0 > 0 }) == true: runs = Int(arguments.removeFirst())!
+    case "--help", "-h":
+        print(
+            """
+            usage: locationbench [--quick] [--json] [--runs N]
+
+            Measures every headline figure of swift-location next to its peers (gpxpy, gpsbabel,
+            FoundationXML, a libxml2 counting floor, gpspipe) in one run and prints one table:
+            our value, each peer's value, the ratio and the goal. Build with -c release.
+
+              --quick    small inputs and short feeds (under a minute), for CI and smoke checks
+              --json     the same figures as a JSON array, one object per figure
+              --runs N   runs per measurement, the median is reported (default 3)
+            """)
+        exit(0)
+    default:
+        FileHandle.standardError.write(Data("usage: locationbench [--quick] [--json] [--runs N]\n".utf8))
+        exit(64)
+    }
+}
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("locationbench: \(text)\n".utf8))
+}
+
+func points(_ count: Int) -> String {
+    count >= 1_000_000 ? "\(count / 1_000_000) M" : count >= 1_000 ? "\(count / 1_000) k" : "\(count)"
+}
+
+/// Runs one section; a failure becomes a note on a figure without a value instead of ending the run.
+func section(_ item: Int, _ name: String, unit: String, higherIsBetter: Bool, _ body: () async throws -> [Figure]) async -> [Figure] {
+    do {
+        return try await body()
+    } catch {
+        progress("\(name) failed: \(error)")
+        return [Figure(item: item, name: name, ours: nil, unit: unit, higherIsBetter: higherIsBetter, note: "failed: \(error)")]
+    }
+}
+
+let gpxPoints = quick ? 50_000 : 1_000_000
+let scalingSizes = quick ? [10_000, 100_000, 1_000_000] : [10_000, 100_000, 1_000_000, 10_000_000]
+let liveSeconds = quick ? 4.0 : 60.0
+// The reduced policy as shipped acquires one fix per 60 s; two intervals per phase.
+let cpuSeconds = quick ? 4.0 : 120.0
+let cpuInterval = quick ? 2.0 : ReducedAccuracyPolicy().interval.seconds
+let daemonRuns = quick ? 10 : 30
+let started = ContinuousClock.now
+
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locationbench-\(getpid())").path
+try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: directory) }
+var figures: [Figure] = []
+
+// 1. GPX parse against its peers.
+let gpxFile = "\(directory)/track-\(gpxPoints).gpx"
+progress("generating \(points(gpxPoints)) track points (seed \(GPXBenchFile.defaultSeed))")
+try GPXBenchFile.generate(path: gpxFile, points: gpxPoints)
+GPXParseBenchmark.warm(gpxFile)
+let parse = GPXParseBenchmark(points: gpxPoints, runs: runs)
+var parsed: [GPXParseBenchmark.Reader: GPXParseBenchmark.Result] = [:]
+for reader in GPXParseBenchmark.Reader.allCases {
+    progress("1. GPX parse: \(reader.rawValue)")
+    parsed[reader] = parse.measure(reader, file: gpxFile)
+}
+let peerNames: [(GPXParseBenchmark.Reader, String)] = [
+    (.gpxpy, "gpxpy"), (.gpsbabel, "gpsbabel"), (.foundationXML, "FoundationXML"), (.libxml2Count, "libxml2 floor"),
+]
+let versions = peerNames.compactMap { parsed[$0.0].map { "\($0.name)\($0.note.map { ": \($0)" } ?? "")" } }
+    .joined(separator: ", ")
+figures.append(
+    Figure(
+        item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt with ele + time",
+        ours: parsed[.locationGPX]?.pointsPerSecond, unit: "points/s",
+        peers: peerNames.map { ($0.1, parsed[$0.0]?.pointsPerSecond) }, higherIsBetter: true,
+        goals: [.atLeast(1_200_000), .timesBetterThan("gpxpy", 30), .timesBetterThan("gpsbabel", 4)],
+        note: "whole child process, median of \(runs); \(versions)"))
+figures.append(
+    Figure(
+        item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt: peak RSS", ours: parsed[.locationGPX]?.peakRSSMiB,
+        unit: "MiB", peers: peerNames.map { ($0.1, parsed[$0.0]?.peakRSSMiB) }, higherIsBetter: false,
+        note: ProcessMeasurement.rssMethod))
+
+// 2. Replay as fast as possible.
+progress("2. replay through LocationManager")
+figures += await section(2, "replay as fast as possible through LocationManager", unit: "locations/s", higherIsBetter: true) {
+    let rate = try await ReplayBenchmark.manager(file: gpxFile, points: gpxPoints, runs: runs)
+    return [
+        Figure(
+            item: 2, name: "replay as fast as possible, \(points(gpxPoints)) points through LocationManager to a no-op delegate",
+            ours: rate, unit: "locations/s", higherIsBetter: true, goals: [.atLeast(1_000_000)],
+            note: "file read and parsed in the same pass")
+    ]
+}
+progress("2. locationctl replay --fast --format jsonl")
+figures += await section(2, "locationctl replay --fast --format jsonl > /dev/null", unit: "lines/s", higherIsBetter: true) {
+    let rate = try ReplayBenchmark.commandLine(file: gpxFile, points: gpxPoints, runs: runs)
+    return [
+        Figure(
+            item: 2, name: "`locationctl replay --fast --format jsonl > /dev/null`, \(points(gpxPoints)) points", ours: rate,
+            unit: "lines/s", higherIsBetter: true,
+            note: rate == nil ? "locationctl not built (swift build -c release)" : "whole process")
+    ]
+}
+
+// 3. Live path from a real gpsd.
+progress("3. live latency from gpsd (gpsfake), \(Int(liveSeconds)) s")
+figures += await section(3, "live 10 Hz from gpsd: added latency", unit: "µs", higherIsBetter: false) {
+    guard GPSFake.isInstalled else { throw BenchError("gpsd or gpsfake not installed") }
+    let live = try await LiveLatencyBenchmark.run(seconds: liveSeconds)
+    let reference = "\(live.fixes) fixes; from the line on the wire (a raw client's arrival) to the delegate call or gpspipe's printed line"
+    return [
+        Figure(
+            item: 3, name: "live 10 Hz from gpsd (gpsfake): added latency p50", ours: live.oursP50, unit: "µs",
+            peers: [("gpspipe -w", live.gpspipeP50)], higherIsBetter: false, note: reference),
+        Figure(
+            item: 3, name: "live 10 Hz from gpsd (gpsfake): added latency p99", ours: live.oursP99, unit: "µs",
+            peers: [("gpspipe -w", live.gpspipeP99)], higherIsBetter: false, goals: [.atMost(1000)]),
+        Figure(
+            item: 3, name: "live 10 Hz: the same fix, its first TPV on the wire → delivered, p50", ours: live.oursSameFixP50 / 1000,
+            unit: "ms", peers: [("gpspipe -w", live.gpspipeSameFixP50.map { $0 / 1000 })], higherIsBetter: false,
+            note: "an epoch is delivered when the next epoch's first TPV shows it is complete; gpspipe prints each TPV as is"),
+    ]
+}
+
+// 4. CPU of the reduced policy.
+progress("4. CPU reduced vs high, \(Int(cpuSeconds)) s each")
+figures += await section(4, "CPU time, reduced ÷ high", unit: "", higherIsBetter: false) {
+    guard GPSFake.isInstalled else { throw BenchError("gpsd or gpsfake not installed") }
+    let cpu = try await GPSDBenchmark.cpu(seconds: cpuSeconds, interval: cpuInterval)
+    let high = cpu.high!
+    let detail = String(
+        format: "%.3f s vs %.3f s CPU, idle process %.3f s; messages read %d vs %d", cpu.reduced.cpuSeconds,
+        high.cpuSeconds, cpu.idle, cpu.reduced.messages, high.messages)
+    return [
+        Figure(
+            item: 4,
+            name: "CPU time of the policy, reduced (one fix per \(Int(cpuInterval)) s) ÷ high, same 10 Hz gpsd feed, \(Int(cpuSeconds)) s each, idle process subtracted",
+            ours: cpu.ratioLessIdle, unit: "", higherIsBetter: false, goals: [.atMost(0.05)], note: detail),
+        Figure(
+            item: 4, name: "the same, whole process (idle process included)", ours: cpu.ratio, unit: "",
+            higherIsBetter: false, note: detail),
+    ]
+}
+
+// 5. Suspended batch.
+progress("5. held batch, journal, flush")
+figures += await section(5, "held batch", unit: "B", higherIsBetter: false) {
+    let batch = try BatchBenchmark(appendedFixes: quick ? 100_000 : 500_000, runs: quick ? runs : max(runs, 5)).run()
+    let array = Double(BatchBenchmark.locationStride)
+    return [
+        Figure(
+            item: 5, name: "held batch of 1,000,000 fixes: encoded bytes per fix", ours: batch.encodedBytesPerFix, unit: "B",
+            peers: [("[Location] array", array)], higherIsBetter: false, goals: [.atMost(96)]),
+        Figure(
+            item: 5, name: "held batch of 1,000,000 fixes: resident memory growth per fix", ours: batch.residentBytesPerFix,
+            unit: "B", peers: [("[Location] array", array)], higherIsBetter: false, goals: [.atMost(96)]),
+        Figure(
+            item: 5, name: "journal append, one write per fix", ours: batch.journalAppendsPerSecond, unit: "fixes/s",
+            higherIsBetter: true, goals: [.atLeast(200_000)]),
+        Figure(
+            item: 5, name: "flush of a 100,000-fix held batch to a delegate", ours: batch.flushSeconds * 1000, unit: "ms",
+            higherIsBetter: false, goals: [.atMost(50)]),
+    ]
+}
+
+// 6. One position from a running service.
+progress("6. locationctl current vs gpspipe -w -n 5")
+figures += await section(6, "one position from a running service", unit: "ms", higherIsBetter: false) {
+    let daemonTrack = "\(directory)/daemon.gpx"
+    try GPXBenchFile.generate(path: daemonTrack, points: 3_600)
+    let result = try await DaemonBenchmark.run(runs: daemonRuns, gpxFile: daemonTrack)
+    let notes = [result.locationctlNote, result.gpspipeNote.map { "gpspipe: \($0)" }].compactMap { $0 }
+    return [
+        Figure(
+            item: 6, name: "one position: `locationctl current` against locationd vs `gpspipe -w -n 5` against gpsd, wall time",
+            ours: result.locationctlCurrent.map { $0 * 1000 }, unit: "ms",
+            peers: [("gpspipe -w -n 5", result.gpspipe.map { $0 * 1000 })], higherIsBetter: false, goals: [.atMost(20)],
+            note: (["whole process, median of \(daemonRuns)"] + notes).joined(separator: "; "))
+    ]
+}
+
+// 7. Scaling.
+var scaling: [(points: Int, seconds: Double, rss: Double)] = []
+for size in scalingSizes {
+    progress("7. scaling: \(points(size)) points")
+    let result: GPXParseBenchmark.Result
+    if size == gpxPoints, let known = parsed[.locationGPX] {
+        result = known
+    } else {
+        let file = "\(directory)/scaling-\(size).gpx"
+        try GPXBenchFile.generate(path: file, points: size)
+        GPXParseBenchmark.warm(file)
+        result = GPXParseBenchmark(points: size, runs: runs).measure(.locationGPX, file: file)
+        try? FileManager.default.removeItem(atPath: file)
+    }
+    if let seconds = result.seconds, let rss = result.peakRSSMiB { scaling.append((size, seconds, rss)) }
+    figures.append(
+        Figure(
+            item: 7, name: "scaling: parse \(points(size)) points, time", ours: result.seconds, unit: "s",
+            higherIsBetter: false, note: result.note))
+    figures.append(
+        Figure(item: 7, name: "scaling: parse \(points(size)) points, peak RSS", ours: result.peakRSSMiB, unit: "MiB", higherIsBetter: false))
+}
+if let largest = scaling.last, let base = scaling.first(where: { $0.points == 100_000 }), let smallest = scaling.first {
+    figures.append(
+        Figure(
+            item: 7, name: "scaling: time per point at \(points(largest.points)) ÷ at \(points(base.points))",
+            ours: (largest.seconds / Double(largest.points)) / (base.seconds / Double(base.points)), unit: "",
+            higherIsBetter: false, goals: [.atMost(1.2)], note: "linear time is 1; process start-up weighs more on the smaller file"))
+    figures.append(
+        Figure(
+            item: 7, name: "scaling: peak RSS at \(points(largest.points)) ÷ at \(points(smallest.points))",
+            ours: largest.rss / smallest.rss, unit: "", higherIsBetter: false, goals: [.atMost(1.1)], note: "flat memory is 1"))
+}
+
+let elapsed = started.duration(to: .now).components.seconds
+if json {
+    print(try FigureReport.json(figures))
+} else {
+    print("locationbench \(quick ? "--quick" : "(full run)"): \(Machine.description); medians of \(runs) runs unless noted; \(elapsed) s")
+    print()
+    print(FigureReport.table(figures))
+}
