@@ -31,7 +31,8 @@ package final class Broadcast<Element: Sendable>: Sendable {
 
     /// Sends a value to every current subscriber.
     package func yield(_ element: Element) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
+        // Nothing to copy, and no allocation, on the common path of a delegate without `updates` consumers.
+        let subscribers = state.withLock { $0.subscribers.isEmpty ? [] : Array($0.subscribers.values) }
         for subscriber in subscribers { subscriber.yield(element) }
     }
 

@@ -347,6 +347,7 @@ public final class LocationManager: Sendable {
     private func resolveRequests(
         with fix: Location, _ state: inout State
     ) -> [(CheckedContinuation<Location, any Error>, Location)] {
+        guard !state.requests.isEmpty else { return [] }
         var resolved: [(CheckedContinuation<Location, any Error>, Location)] = []
         for id in state.requests.keys.sorted() {
             guard var request = state.requests[id] else { continue }

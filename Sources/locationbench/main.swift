@@ -15,6 +15,7 @@ GPXReadChild.runIfRequested(CommandLine.arguments)
 var quick = false
 var json = false
 var runs = 3
+var only: Set<Int>?
 var arguments = Array(CommandLine.arguments.dropFirst())
 while let argument = arguments.first {
     arguments.removeFirst()
@@ -22,10 +23,18 @@ while let argument = arguments.first {
     case "--quick": quick = true
     case "--json": json = true
     case "--runs" where Int(arguments.first ?? "").map({ $0 > 0 }) == true: runs = Int(arguments.removeFirst())!
+    case "--only":
+        let items = (arguments.first ?? "").split(separator: ",").compactMap { Int($0) }
+        guard !items.isEmpty, items.allSatisfy({ (1...7).contains($0) }) else {
+            FileHandle.standardError.write(Data("locationbench: --only needs item numbers 1-7, such as --only 2,5\n".utf8))
+            exit(64)
+        }
+        arguments.removeFirst()
+        only = Set(items)
     case "--help", "-h":
         print(
             """
-            usage: locationbench [--quick] [--json] [--runs N]
+            usage: locationbench [--quick] [--json] [--runs N] [--only ITEMS]
 
             Measures every headline figure of swift-location next to its peers (gpxpy, gpsbabel,
             FoundationXML, a libxml2 counting floor, gpspipe) in one run and prints one table:
@@ -34,10 +43,12 @@ while let argument = arguments.first {
               --quick    small inputs and short feeds (under a minute), for CI and smoke checks
               --json     the same figures as a JSON array, one object per figure
               --runs N   runs per measurement, the median is reported (default 3)
+              --only 2,5 measure only these items (1 GPX parse, 2 replay, 3 live latency, 4 CPU,
+                         5 held batch, 6 one position, 7 scaling)
             """)
         exit(0)
     default:
-        FileHandle.standardError.write(Data("usage: locationbench [--quick] [--json] [--runs N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: locationbench [--quick] [--json] [--runs N] [--only ITEMS]\n".utf8))
         exit(64)
     }
 }
@@ -52,6 +63,7 @@ func points(_ count: Int) -> String {
 
 /// Runs one section; a failure becomes a note on a figure without a value instead of ending the run.
 func section(_ item: Int, _ name: String, unit: String, higherIsBetter: Bool, _ body: () async throws -> [Figure]) async -> [Figure] {
+    if let selectedItems, !selectedItems.contains(item) { return [] }
     do {
         return try await body()
     } catch {
@@ -60,6 +72,8 @@ func section(_ item: Int, _ name: String, unit: String, higherIsBetter: Bool, _ 
     }
 }
 
+/// The items `--only` selected (all when `nil`), fixed once the arguments are read.
+let selectedItems = only
 let gpxPoints = quick ? 50_000 : 1_000_000
 let scalingSizes = quick ? [10_000, 100_000, 1_000_000] : [10_000, 100_000, 1_000_000, 10_000_000]
 let liveSeconds = quick ? 4.0 : 60.0
