@@ -17,11 +17,7 @@ struct Watch: AsyncParsableCommand {
             output is completed either way. Exits 69 when gpsd or locationd cannot be reached.
             """)
 
-    @Option(help: ArgumentHelp("Read gpsd at this address.", valueName: "HOST[:PORT]"))
-    var gpsd: String?
-
-    @Option(help: ArgumentHelp("Watch only this receiver device (with gpsd).", valueName: "PATH"))
-    var device: String?
+    @OptionGroup var gpsdOptions: GPSDOptions
 
     @Option(help: ArgumentHelp("Print locationd's events from this control socket.", valueName: "PATH"))
     var socket: String?
@@ -44,7 +40,7 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var policyOptions: PolicyOptions
 
     func validate() throws {
-        if socket != nil, gpsd != nil || device != nil {
+        if socket != nil, gpsdOptions.isSet {
             throw ValidationError("--socket reads locationd; it cannot be combined with --gpsd or --device")
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
@@ -72,13 +68,10 @@ struct Watch: AsyncParsableCommand {
     }
 
     private func watchGPSD(writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence) async throws -> CommandFailure? {
-        let settings = try await policyOptions.resolve()
-        let endpoint: GPSDEndpoint
-        do { endpoint = try GPSDEndpoint(parsing: gpsd ?? "\(settings.gpsdHost):\(settings.gpsdPort)") } catch {
-            throw CommandFailure.usage(error.message)
-        }
+        var settings = try await policyOptions.resolve()
+        try gpsdOptions.apply(to: &settings)
         let source = try GPSDLocationSource(
-            configuration: GPSDConfiguration(host: endpoint.host, port: endpoint.port, devicePath: device ?? settings.gpsdDevice))
+            configuration: GPSDConfiguration(host: settings.gpsdHost, port: settings.gpsdPort, devicePath: settings.gpsdDevice))
         let application = Application(configuration: settings.applicationConfiguration)
         let recorder = ServiceEventRecorder(application: application) { event in
             limits.handle(event) { writer.write($0) }

@@ -22,11 +22,7 @@ struct LocationD: AsyncParsableCommand {
             Exit codes: 0 ok, 64 usage, 66 replay file missing, 73 socket or journal cannot be created.
             """)
 
-    @Option(help: ArgumentHelp("Read gpsd at this address (default localhost:2947).", valueName: "HOST[:PORT]"))
-    var gpsd: String?
-
-    @Option(help: ArgumentHelp("Watch only this receiver device.", valueName: "PATH"))
-    var device: String?
+    @OptionGroup var gpsdOptions: GPSDOptions
 
     @Option(help: ArgumentHelp("Replay this GPX file instead of reading gpsd.", valueName: "FILE.gpx"))
     var replay: String?
@@ -49,7 +45,7 @@ struct LocationD: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if replay != nil, gpsd != nil || device != nil { throw ValidationError("use either --gpsd/--device or --replay, not both") }
+        if replay != nil, gpsdOptions.isSet { throw ValidationError("use either --gpsd/--device or --replay, not both") }
     }
 
     func run() async throws {
@@ -57,14 +53,7 @@ struct LocationD: AsyncParsableCommand {
             var settings = try await policyOptions.resolve()
             if let socket { settings.socketPath = socket }
             if let journal { settings.journalPath = journal }
-            if let device { settings.gpsdDevice = device }
-            if let gpsd {
-                do throws(LocationError) {
-                    let endpoint = try GPSDEndpoint(parsing: gpsd)
-                    settings.gpsdHost = endpoint.host
-                    settings.gpsdPort = endpoint.port
-                } catch { throw CommandFailure.usage(error.message) }
-            }
+            try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
 
             var logger = Logger(label: "locationd")
