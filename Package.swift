@@ -124,7 +124,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocationGPSDTests",
-            dependencies: ["LocationGPSD", "LocationCore"]
+            dependencies: ["LocationGPSD", "LocationCore", "LocationTesting"]
         ),
         .testTarget(
             name: "LocationCoreTests",

@@ -1,4 +1,7 @@
-/// Fans values out to any number of `AsyncStream` subscribers, each with its own unbounded buffer.
+/// Fans values out to any number of `AsyncStream` subscribers, each with its own buffer.
+///
+/// With a `bufferLimit`, a subscriber that falls further behind loses its oldest buffered values, each
+/// handed to `onDrop` so that the loss is counted, never silent.
 package final class Broadcast<Element: Sendable>: Sendable {
     private struct State {
         var subscribers: [Int: AsyncStream<Element>.Continuation] = [:]
@@ -7,12 +10,19 @@ package final class Broadcast<Element: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    private let bufferLimit: Int?
+    private let onDrop: @Sendable (Element) -> Void
 
-    package init() {}
+    /// Creates a broadcast whose subscribers buffer at most `bufferLimit` values (`nil`: no limit).
+    package init(bufferLimit: Int? = nil, onDrop: @escaping @Sendable (Element) -> Void = { _ in }) {
+        self.bufferLimit = bufferLimit.map { max(1, $0) }
+        self.onDrop = onDrop
+    }
 
     /// A new stream that receives every value yielded from now on.
     package func subscribe() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Element.self, bufferingPolicy: bufferLimit.map { .bufferingNewest($0) } ?? .unbounded)
         let id: Int? = state.withLock { state in
             guard !state.isFinished else { return nil }
             state.nextID += 1
@@ -33,7 +43,9 @@ package final class Broadcast<Element: Sendable>: Sendable {
     package func yield(_ element: Element) {
         // Nothing to copy, and no allocation, on the common path of a delegate without `updates` consumers.
         let subscribers = state.withLock { $0.subscribers.isEmpty ? [] : Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(element) }
+        for subscriber in subscribers {
+            if case .dropped(let oldest) = subscriber.yield(element) { onDrop(oldest) }
+        }
     }
 
     /// Ends every current subscription; with `permanently`, later subscribers also end at once.

@@ -26,6 +26,8 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidConfiguration = "invalid-configuration"
         /// Input data is malformed.
         case invalidData = "invalid-data"
+        /// A consumer did not keep up, so fixes waiting for it were dropped; the message says how many.
+        case consumerOverrun = "consumer-overrun"
     }
 
     /// What went wrong, as a stable code.

@@ -50,7 +50,9 @@ public final class LocationManager: Sendable {
 
     private let state: Locked<State>
     private let delivery = SerialDelivery()
-    private let broadcast = Broadcast<[Location]>()
+    private let broadcast: Broadcast<[Location]>
+    /// Locations that slow `updates` consumers lost: (total, whether the loss was logged yet).
+    private let missedUpdates = Locked((count: 0, logged: false))
     private let clock: any Clock<Duration>
     private let timeline: Timeline
     private let journal: LocationJournal?
@@ -73,6 +75,19 @@ public final class LocationManager: Sendable {
         self.clock = clock
         self.timeline = Timeline(clock: clock)
         self.logger = logger
+        let missedUpdates = self.missedUpdates
+        let limit = configuration.updatesBufferLimit
+        self.broadcast = Broadcast(bufferLimit: limit) { dropped in
+            let first = missedUpdates.withLock { missed -> Bool in
+                missed.count += dropped.count
+                defer { missed.logged = true }
+                return !missed.logged
+            }
+            if first {
+                logger.warning(
+                    "a consumer of updates fell more than \(limit) deliveries behind; its oldest are dropped and counted in missedUpdateCount")
+            }
+        }
         let appState = application.applicationState
         var initial = State(
             configuration: configuration,
@@ -133,7 +148,16 @@ public final class LocationManager: Sendable {
 
     /// Every delivery from the moment iteration begins, for any number of consumers. Iteration ends
     /// when the source runs out (a replay reached its end) or the manager goes away.
+    ///
+    /// Each consumer has its own buffer of at most
+    /// ``LocationManagerConfiguration/updatesBufferLimit`` deliveries, so a consumer that stops reading
+    /// cannot make memory grow without bound: when it falls further behind, its oldest deliveries are
+    /// dropped and counted in ``missedUpdateCount``. The delegate is never skipped.
     public var updates: LocationUpdates { BroadcastSequence(broadcast) }
+
+    /// How many locations consumers of ``updates`` lost because they fell more than
+    /// ``LocationManagerConfiguration/updatesBufferLimit`` deliveries behind, summed over consumers.
+    public var missedUpdateCount: Int { missedUpdates.value.count }
 
     /// The accuracy ``requestLocation(timeout:)`` waits for, in metres; `nil` takes the first fix.
     public var desiredAccuracy: Double? {

@@ -18,6 +18,10 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     public var journalPath: String?
     /// The longest a journaled fix waits for `fsync`. Default 1 s.
     public var journalSyncInterval: Duration
+    /// The most deliveries each consumer of ``LocationManager/updates`` may fall behind. A consumer that
+    /// falls further behind loses the oldest, which are counted in
+    /// ``LocationManager/missedUpdateCount`` and logged. Default 1,000.
+    public var updatesBufferLimit: Int
 
     /// Creates a configuration; every argument defaults to the documented value.
     public init(
@@ -27,7 +31,8 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         reduced: ReducedAccuracyPolicy = .init(),
         batchCapacity: Int = 100_000,
         journalPath: String? = nil,
-        journalSyncInterval: Duration = .seconds(1)
+        journalSyncInterval: Duration = .seconds(1),
+        updatesBufferLimit: Int = 1_000
     ) {
         self.desiredAccuracy = desiredAccuracy
         self.distanceFilter = distanceFilter
@@ -36,5 +41,6 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         self.batchCapacity = batchCapacity
         self.journalPath = journalPath
         self.journalSyncInterval = journalSyncInterval
+        self.updatesBufferLimit = updatesBufferLimit
     }
 }

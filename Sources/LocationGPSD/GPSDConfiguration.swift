@@ -20,6 +20,11 @@ public struct GPSDConfiguration: Sendable, Hashable {
     /// last epoch of a burst. It should exceed the gap between two TPVs of one epoch and stay below the
     /// receiver's update interval.
     public var epochSettle: Duration
+    /// The most reports (fixes, status changes, errors) that wait for a consumer that is busy, such as a
+    /// delegate that blocks. The reader keeps draining gpsd meanwhile; beyond this the oldest waiting fixes
+    /// are dropped and reported as one ``LocationError/Code/consumerOverrun`` error. Default 1,000
+    /// (100 s of a 10 Hz receiver, about 300 KB).
+    public var maximumPendingReports: Int
 
     /// Creates a configuration; the defaults suit a local gpsd with a 1–10 Hz receiver.
     public init(
@@ -29,7 +34,8 @@ public struct GPSDConfiguration: Sendable, Hashable {
         reconnectDelay: Duration = .milliseconds(250),
         maximumReconnectDelay: Duration = .seconds(5),
         watchdogTimeout: Duration = .seconds(5),
-        epochSettle: Duration = .milliseconds(500)
+        epochSettle: Duration = .milliseconds(500),
+        maximumPendingReports: Int = 1_000
     ) {
         self.host = host
         self.port = port
@@ -38,6 +44,7 @@ public struct GPSDConfiguration: Sendable, Hashable {
         self.maximumReconnectDelay = maximumReconnectDelay
         self.watchdogTimeout = watchdogTimeout
         self.epochSettle = epochSettle
+        self.maximumPendingReports = maximumPendingReports
     }
 
     /// `host:port`, as used in names and messages.
@@ -55,5 +62,8 @@ public struct GPSDConfiguration: Sendable, Hashable {
         }
         if watchdogTimeout <= .zero { throw bad("watchdogTimeout must be positive, got \(watchdogTimeout)") }
         if epochSettle <= .zero { throw bad("epochSettle must be positive, got \(epochSettle)") }
+        if maximumPendingReports < 1 {
+            throw bad("maximumPendingReports must be at least 1, got \(maximumPendingReports)")
+        }
     }
 }

@@ -22,8 +22,11 @@ import Synchronization
 ///   reconnects with capped exponential backoff; when data flows again the next report announces
 ///   `.status(.hasFix)` or `.status(.noFix)`.
 ///
-/// In continuous mode the reader thread reports straight into the context, without a hop through a
-/// task, to keep the delay from socket to delegate small. In duty-cycled mode each acquisition opens
+/// In continuous mode the reader thread hands reports to a delivery thread of their own
+/// (`GPSDReportRelay`) rather than a task, which keeps the delay from socket to delegate small; a
+/// consumer that blocks never stops the reader from draining gpsd (which drops clients that stop
+/// reading), and at most ``GPSDConfiguration/maximumPendingReports`` reports wait: older fixes are dropped
+/// and counted (``fixesDropped``, and one ``LocationError/Code/consumerOverrun`` error). In duty-cycled mode each acquisition opens
 /// its own connection (``listen(_:)``, driven by ``ListeningLocationSource``'s acquisition logic), and
 /// between acquisitions there is no connection at all, so gpsd may idle the receiver and this process
 /// sleeps.
@@ -47,6 +50,10 @@ public struct GPSDLocationSource: ListeningLocationSource {
     /// How many gpsd messages (of any class) this source has read over all its connections.
     public var messagesRead: Int { state.messagesRead.load(ordering: .relaxed) }
 
+    /// How many fixes were dropped because the consumer did not keep up; each drop was also reported as
+    /// a ``LocationError/Code/consumerOverrun`` error.
+    public var fixesDropped: Int { state.fixesDropped.load(ordering: .relaxed) }
+
     /// Runs in whatever mode the context asks for, following mode changes, until the task is cancelled.
     public func run(_ context: LocationSourceContext) async throws {
         var mode = context.mode
@@ -63,12 +70,16 @@ public struct GPSDLocationSource: ListeningLocationSource {
         }
     }
 
-    /// Reports from the reader thread until the mode changes; returns the new mode. The thread has
-    /// ended (and sends nothing more) when this returns.
+    /// Reports from the reader thread until the mode changes; returns the new mode. The threads have
+    /// ended, and every report read was handed on, when this returns.
     private func runContinuously(_ context: LocationSourceContext) async throws -> AcquisitionMode {
         let worker = try GPSDStreamWorker(configuration: configuration, reconnects: true, state: state)
+        let relay = GPSDReportRelay(
+            capacity: configuration.maximumPendingReports, endpoint: configuration.endpoint,
+            countDrop: { [state] in state.fixesDropped.add(1, ordering: .relaxed) })
         let (ended, endedContinuation) = AsyncStream.makeStream(of: Void.self)
-        worker.start(sink: { context.report($0) }, finish: { _ in endedContinuation.finish() })
+        relay.start(sink: { context.report($0) }, finished: { endedContinuation.finish() })
+        worker.start(sink: { relay.submit($0) }, finish: { _ in relay.finish() })
         let next = await withTaskCancellationHandler {
             await context.nextMode(after: .continuous)
         } onCancel: {

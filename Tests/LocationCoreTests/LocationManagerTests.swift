@@ -138,6 +138,27 @@ struct LocationManagerTests {
         }
     }
 
+    @Test("a consumer of updates that stops reading keeps only the newest deliveries; the rest are counted", .timeLimit(.minutes(1)))
+    func slowUpdatesConsumerIsBoundedAndCounted() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(updatesBufferLimit: 8))
+            var stalled = h.manager.updates.makeAsyncIterator()
+            var keepingUp = h.manager.updates.makeAsyncIterator()
+            await h.start()
+            var kept: [[Location]] = []
+            for round in 0..<10 {
+                await h.play(round * 5..<(round + 1) * 5)
+                for _ in 0..<5 { kept.append(try #require(await keepingUp.next())) }
+            }
+            #expect(h.delegate.deliveries.count == 50, "the delegate is never skipped")
+            #expect(kept == h.delegate.deliveries, "a consumer that keeps up loses nothing")
+            #expect(h.manager.missedUpdateCount == 42, "the stalled consumer lost the 42 oldest, and they are counted")
+            var late: [[Location]] = []
+            for _ in 0..<8 { late.append(try #require(await stalled.next())) }
+            #expect(late == Array(h.delegate.deliveries.suffix(8)), "it still gets the newest, in order")
+        }
+    }
+
     @Test("updates ends when the source runs out")
     func updatesEndWithSource() async throws {
         try await serially {

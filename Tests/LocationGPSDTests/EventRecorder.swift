@@ -10,10 +10,16 @@ final class EventRecorder: Sendable {
     /// What `run` threw, if it ended by throwing.
     let runError = Locked<(any Error)?>(nil)
 
-    init(mode: AcquisitionMode = .continuous) {
+    /// Records in `mode`; `afterRecording` runs on the reporting thread after each event is recorded, so a
+    /// test can play a consumer that is slow.
+    init(
+        mode: AcquisitionMode = .continuous,
+        afterRecording: @escaping @Sendable (LocationSourceEvent) -> Void = { _ in }
+    ) {
         let recorded = self.recorded
         context = LocationSourceContext(clock: ContinuousClock(), mode: mode) { event in
             recorded.withLock { $0.append(event) }
+            afterRecording(event)
         }
     }
 
