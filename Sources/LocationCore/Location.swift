@@ -97,10 +97,20 @@ public struct Location: Sendable, Hashable {
 
     /// Great-circle distance to another location in metres (haversine on a sphere of mean Earth radius).
     public func distance(from other: Location) -> Double {
+        Self.distance(
+            fromLatitude: latitude, longitude: longitude, toLatitude: other.latitude, longitude: other.longitude)
+    }
+
+    /// The great-circle distance in metres between two coordinates in degrees (haversine, mean Earth
+    /// radius), as ``distance(from:)`` computes it, without building `Location`s.
+    public static func distance(
+        fromLatitude latitude1: Double, longitude longitude1: Double,
+        toLatitude latitude2: Double, longitude longitude2: Double
+    ) -> Double {
         let earthRadius = 6_371_008.8
-        let lat1 = latitude * .pi / 180, lat2 = other.latitude * .pi / 180
+        let lat1 = latitude1 * .pi / 180, lat2 = latitude2 * .pi / 180
         let dLat = lat2 - lat1
-        let dLon = (other.longitude - longitude) * .pi / 180
+        let dLon = (longitude2 - longitude1) * .pi / 180
         let a = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * earthRadius * asin(min(1, a.squareRoot()))
     }

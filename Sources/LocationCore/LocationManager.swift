@@ -110,6 +110,14 @@ public final class LocationManager: Sendable {
             journal = nil
         }
         state = Locked(initial)
+        // `unowned` rather than `weak`, which costs a side-table load per fix: the handler only runs inside
+        // `delivery.drain()`, and only this manager's own methods drain, so the manager is alive then.
+        delivery.setLocationHandler { [unowned self, broadcast] locations in
+            if let delegate = self.delegate {
+                delegate.locationManager(self, didUpdateLocations: locations)
+            }
+            broadcast.yield(locations)
+        }
         let id = application.addHook { [weak self] event in self?.handle(event) }
         hookID.withLock { $0 = id }
     }
@@ -596,12 +604,7 @@ public final class LocationManager: Sendable {
     // MARK: - Delivery
 
     private func enqueueLocations(_ locations: [Location]) {
-        delivery.enqueue { [weak self, broadcast] in
-            if let self, let delegate = self.delegate {
-                delegate.locationManager(self, didUpdateLocations: locations)
-            }
-            broadcast.yield(locations)
-        }
+        delivery.enqueue(locations: locations)
     }
 
     private func enqueueError(_ error: LocationError) {

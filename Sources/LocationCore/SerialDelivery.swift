@@ -4,31 +4,53 @@
 /// ``drain()`` after releasing it. Whoever finds the queue idle runs everything queued, including work
 /// enqueued meanwhile by others, whose own `drain()` returns at once. So callbacks never overlap, keep
 /// their order, and may safely call back into the object that enqueued them.
+///
+/// Locations have an item of their own, handed to one handler set once, so the per-fix path allocates no
+/// closure and forms no weak reference.
 package final class SerialDelivery: Sendable {
+    private enum Item: Sendable {
+        case call(@Sendable () -> Void)
+        case locations([Location])
+    }
+
     private struct State {
-        var pending: [@Sendable () -> Void] = []
+        var pending: [Item] = []
         var head = 0
         var isDraining = false
     }
 
     private let state = Locked(State())
+    private let locationHandler = Locked<(@Sendable ([Location]) -> Void)?>(nil)
 
     package init() {}
 
+    /// Sets what runs for every ``enqueue(locations:)`` item.
+    package func setLocationHandler(_ handler: @escaping @Sendable ([Location]) -> Void) {
+        locationHandler.withLock { $0 = handler }
+    }
+
     /// Appends work to the queue; it runs at the next ``drain()``.
     package func enqueue(_ work: @escaping @Sendable () -> Void) {
-        state.withLock { $0.pending.append(work) }
+        state.withLock { $0.pending.append(.call(work)) }
+    }
+
+    /// Appends locations for the location handler; they are handed to it at the next ``drain()``.
+    package func enqueue(locations: [Location]) {
+        state.withLock { $0.pending.append(.locations(locations)) }
     }
 
     /// Runs queued work until the queue is empty, unless another caller is already doing so.
     package func drain() {
-        let claimed = state.withLock { state -> Bool in
-            guard !state.isDraining else { return false }
-            state.isDraining = true
-            return true
+        guard var item = claim() else { return }
+        let handler = locationHandler.value
+        while true {
+            switch item {
+            case .call(let work): work()
+            case .locations(let locations): handler?(locations)
+            }
+            guard let following = next() else { return }
+            item = following
         }
-        guard claimed else { return }
-        while let work = next() { work() }
     }
 
     /// Returns once everything enqueued before the call has run, whichever thread runs it.
@@ -39,7 +61,17 @@ package final class SerialDelivery: Sendable {
         }
     }
 
-    private func next() -> (@Sendable () -> Void)? {
+    /// Becomes the drainer and takes the first item, unless someone else drains or nothing waits.
+    private func claim() -> Item? {
+        state.withLock { state in
+            guard !state.isDraining, state.head < state.pending.count else { return nil }
+            state.isDraining = true
+            defer { state.head += 1 }
+            return state.pending[state.head]
+        }
+    }
+
+    private func next() -> Item? {
         state.withLock { state in
             guard state.head < state.pending.count else {
                 state.pending.removeAll(keepingCapacity: true)

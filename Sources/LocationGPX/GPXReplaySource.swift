@@ -258,12 +258,14 @@ private final class ReplayRun {
 
     /// As fast as possible, still let other tasks run and notice cancellation now and then.
     private func pause() async throws {
+        // Every 256 steps: often enough to stop and to share the thread promptly, rarely enough to cost
+        // nothing per fix.
         stepsSinceYield += 1
         if stepsSinceYield >= 256 {
             stepsSinceYield = 0
             await Task.yield()
+            try Task.checkCancellation()
         }
-        try Task.checkCancellation()
     }
 
     private enum Wake: Sendable {

@@ -27,7 +27,7 @@ final class ReplayPlanner {
     private let options: GPXReplaySource.Options
     private let startDate: Date
 
-    private var reader: GPXReader
+    private var reader: PrefetchingGPXReader
     private var lookahead: GPXPoint?
     private var pass = 0
 
@@ -59,7 +59,7 @@ final class ReplayPlanner {
         case .waypoints: kind = .waypoint
         case .automatic: kind = try Self.automaticKind(path)
         }
-        reader = try GPXReader(contentsOf: path)
+        reader = try PrefetchingGPXReader(contentsOf: path)
     }
 
     /// Tracks if the file has a track point, else routes if it has a route point, else waypoints. Reads
@@ -153,7 +153,7 @@ final class ReplayPlanner {
 
     private func startPass(at trackTime: Duration) throws(GPXError) {
         pass += 1
-        reader = try GPXReader(contentsOf: path)
+        reader = try PrefetchingGPXReader(contentsOf: path)
         lookahead = nil
         previous = nil
         previousRawTimestamp = nil
@@ -188,23 +188,21 @@ final class ReplayPlanner {
     /// Speed and course from the previous point of the same segment, or else towards the next one.
     private func derive(_ point: GPXPoint) throws(GPXError) -> (speed: Double?, course: Double?) {
         guard point.speed == nil || point.course == nil else { return (nil, nil) }
-        let pair: (GPXPoint, GPXPoint)
-        if let previous, Self.sameRun(previous, point) {
-            pair = (previous, point)
-        } else if let next = try peekPoint(), Self.sameRun(point, next) {
-            pair = (point, next)
-        } else {
-            return (nil, nil)
-        }
-        let distance = Self.distance(pair.0, pair.1)
+        if let previous, Self.sameRun(previous, point) { return derive(from: previous, to: point) }
+        if let next = try peekPoint(), Self.sameRun(point, next) { return derive(from: point, to: next) }
+        return (nil, nil)
+    }
+
+    private func derive(from a: GPXPoint, to b: GPXPoint) -> (speed: Double?, course: Double?) {
+        let (distance, bearing) = Self.distanceAndBearing(a, b)
         var speed: Double?
-        if let t0 = pair.0.time, let t1 = pair.1.time {
+        if let t0 = a.time, let t1 = b.time {
             let seconds = t1.timeIntervalSince(t0)
             speed = seconds > 0 ? distance / seconds : nil
         } else {
             speed = options.untimedSpeed
         }
-        let course = distance > 0 ? Self.bearing(pair.0, pair.1) : nil
+        let course = distance > 0 ? bearing : nil
         return (speed, course)
     }
 
@@ -214,18 +212,28 @@ final class ReplayPlanner {
     }
 
     private static func distance(_ a: GPXPoint, _ b: GPXPoint) -> Double {
-        let epoch = Date(timeIntervalSince1970: 0)
-        return Location(latitude: a.latitude, longitude: a.longitude, timestamp: epoch)
-            .distance(from: Location(latitude: b.latitude, longitude: b.longitude, timestamp: epoch))
+        Location.distance(
+            fromLatitude: a.latitude, longitude: a.longitude, toLatitude: b.latitude, longitude: b.longitude)
     }
 
-    /// The initial great-circle bearing from `a` to `b`, in degrees clockwise from true north, in [0, 360).
-    static func bearing(_ a: GPXPoint, _ b: GPXPoint) -> Double {
+    /// The great-circle distance in metres from `a` to `b` (as ``Location/distance(from:)``) and the
+    /// initial bearing in degrees clockwise from true north, in [0, 360), from one set of sines and
+    /// cosines: a replay derives both for every point, and the trigonometry is most of its cost.
+    static func distanceAndBearing(_ a: GPXPoint, _ b: GPXPoint) -> (distance: Double, bearing: Double) {
+        let earthRadius = 6_371_008.8
         let lat1 = a.latitude * .pi / 180, lat2 = b.latitude * .pi / 180
         let dLon = (b.longitude - a.longitude) * .pi / 180
-        let y = sin(dLon) * cos(lat2)
-        let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon)
+        let sinLat1 = sin(lat1), cosLat1 = cos(lat1), sinLat2 = sin(lat2), cosLat2 = cos(lat2)
+        let sinHalfDLat = sin((lat2 - lat1) / 2)
+        let sinHalfDLon = sin(dLon / 2), cosHalfDLon = cos(dLon / 2)
+        let h = sinHalfDLat * sinHalfDLat + cosLat1 * cosLat2 * sinHalfDLon * sinHalfDLon
+        let distance = 2 * earthRadius * asin(min(1, h.squareRoot()))
+        // sin and cos of the whole longitude difference, from its half.
+        let sinDLon = 2 * sinHalfDLon * cosHalfDLon
+        let cosDLon = 1 - 2 * sinHalfDLon * sinHalfDLon
+        let y = sinDLon * cosLat2
+        let x = cosLat1 * sinLat2 - sinLat1 * cosLat2 * cosDLon
         let degrees = atan2(y, x) * 180 / .pi
-        return degrees < 0 ? degrees + 360 : (degrees >= 360 ? 0 : degrees)
+        return (distance, degrees < 0 ? degrees + 360 : (degrees >= 360 ? 0 : degrees))
     }
 }

@@ -74,6 +74,9 @@ func section(_ item: Int, _ name: String, unit: String, higherIsBetter: Bool, _ 
 
 /// The items `--only` selected (all when `nil`), fixed once the arguments are read.
 let selectedItems = only
+
+/// Whether `--only` selected this item (every item is selected without it).
+func wants(_ item: Int) -> Bool { selectedItems?.contains(item) ?? true }
 let gpxPoints = quick ? 50_000 : 1_000_000
 let scalingSizes = quick ? [10_000, 100_000, 1_000_000] : [10_000, 100_000, 1_000_000, 10_000_000]
 let liveSeconds = quick ? 4.0 : 60.0
@@ -95,7 +98,7 @@ try GPXBenchFile.generate(path: gpxFile, points: gpxPoints)
 GPXParseBenchmark.warm(gpxFile)
 let parse = GPXParseBenchmark(points: gpxPoints, runs: runs)
 var parsed: [GPXParseBenchmark.Reader: GPXParseBenchmark.Result] = [:]
-for reader in GPXParseBenchmark.Reader.allCases {
+for reader in GPXParseBenchmark.Reader.allCases where wants(1) || (wants(7) && reader == .locationGPX) {
     progress("1. GPX parse: \(reader.rawValue)")
     parsed[reader] = parse.measure(reader, file: gpxFile)
 }
@@ -104,18 +107,20 @@ let peerNames: [(GPXParseBenchmark.Reader, String)] = [
 ]
 let versions = peerNames.compactMap { parsed[$0.0].map { "\($0.name)\($0.note.map { ": \($0)" } ?? "")" } }
     .joined(separator: ", ")
-figures.append(
-    Figure(
-        item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt with ele + time",
-        ours: parsed[.locationGPX]?.pointsPerSecond, unit: "points/s",
-        peers: peerNames.map { ($0.1, parsed[$0.0]?.pointsPerSecond) }, higherIsBetter: true,
-        goals: [.atLeast(1_200_000), .timesBetterThan("gpxpy", 30), .timesBetterThan("gpsbabel", 4)],
-        note: "whole child process, median of \(runs); \(versions)"))
-figures.append(
-    Figure(
-        item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt: peak RSS", ours: parsed[.locationGPX]?.peakRSSMiB,
-        unit: "MiB", peers: peerNames.map { ($0.1, parsed[$0.0]?.peakRSSMiB) }, higherIsBetter: false,
-        note: ProcessMeasurement.rssMethod))
+if wants(1) {
+    figures.append(
+        Figure(
+            item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt with ele + time",
+            ours: parsed[.locationGPX]?.pointsPerSecond, unit: "points/s",
+            peers: peerNames.map { ($0.1, parsed[$0.0]?.pointsPerSecond) }, higherIsBetter: true,
+            goals: [.atLeast(1_200_000), .timesBetterThan("gpxpy", 30), .timesBetterThan("gpsbabel", 4)],
+            note: "whole child process, median of \(runs); \(versions)"))
+    figures.append(
+        Figure(
+            item: 1, name: "GPX parse, \(points(gpxPoints)) trkpt: peak RSS", ours: parsed[.locationGPX]?.peakRSSMiB,
+            unit: "MiB", peers: peerNames.map { ($0.1, parsed[$0.0]?.peakRSSMiB) }, higherIsBetter: false,
+            note: ProcessMeasurement.rssMethod))
+}
 
 // 2. Replay as fast as possible.
 progress("2. replay through LocationManager")
@@ -218,7 +223,7 @@ figures += await section(6, "one position from a running service", unit: "ms", h
 
 // 7. Scaling.
 var scaling: [(points: Int, seconds: Double, rss: Double)] = []
-for size in scalingSizes {
+for size in scalingSizes where wants(7) {
     progress("7. scaling: \(points(size)) points")
     let result: GPXParseBenchmark.Result
     if size == gpxPoints, let known = parsed[.locationGPX] {
