@@ -96,6 +96,8 @@ struct DaemonTests {
         let daemon = try RunningDaemon()
         let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let directory = try FileManager.default.attributesOfItem(atPath: daemon.directory.file("run"))
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
         let text = try daemon.ctl(["status"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("state:    active"))
@@ -176,6 +178,13 @@ struct DaemonTests {
         #expect((try daemon.request("{nope")["error"] as? [String: Any])?["code"] as? String == "bad-request")
         #expect((try daemon.request(#"{"command":"launch-missiles"}"#)["error"] as? [String: Any])?["code"] as? String == "unknown-command")
         #expect((try daemon.request(#"{"command":"state","set":"asleep"}"#)["error"] as? [String: Any])?["code"] as? String == "bad-request")
+        #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
+        // A line over 64 KiB: one error reply, then the daemon closes that connection.
+        let client = try ControlClient(path: daemon.socket)
+        try client.send(rawLine: Array(#"{"command":"status","pad":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 70_000) + Array("\"}\n".utf8))
+        let reply = try #require(try JSONSerialization.jsonObject(with: Data(client.readLine(timeout: .seconds(10)))) as? [String: Any])
+        #expect((reply["error"] as? [String: Any])?["code"] as? String == "request-too-large")
+        #expect(throws: ControlError.self) { try client.readLine(timeout: .seconds(10)) }
         #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
         #expect(daemon.process.isRunning)
     }
