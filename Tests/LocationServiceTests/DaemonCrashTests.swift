@@ -24,8 +24,8 @@ struct DaemonCrashTests {
         "kill -9 at random moments while suspended: the daemon comes back suspended and the next foreground delivers every held fix once, in order",
         .timeLimit(.minutes(stressRounds / 15 + 3)))
     func killedWhileSuspendedOverManyRounds() throws {
-        let seed = SeededGenerator.seed(fromEnvironment: "LOCATION_STRESS_SEED", ProcessInfo.processInfo.environment)
-        var random = SeededGenerator(seed: seed)
+        let seed = SplitMix64.seed(fromEnvironment: "LOCATION_STRESS_SEED")
+        var random = SplitMix64(seed: seed)
         let repeatHint = "LOCATION_STRESS_SEED=\(seed) LOCATION_STRESS_ROUNDS=\(stressRounds)"
         print("kill -9 stress: \(stressRounds) rounds; repeat with \(repeatHint)")
         let started = ContinuousClock.now
