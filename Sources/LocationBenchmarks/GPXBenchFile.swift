@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationTesting
 
 #if canImport(Glibc)
     import Glibc

@@ -26,6 +26,8 @@ public struct CommandFailure: Error, CustomStringConvertible {
     public static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(exitCode: 73, message: message) }
     /// 75: no fix arrived within the timeout.
     public static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
+    /// 77: this user may not use the service, such as another user's owner-only control socket.
+    public static func noPermission(_ message: String) -> CommandFailure { CommandFailure(exitCode: 77, message: message) }
 
     /// The exit code that goes with a location error.
     public static func from(_ error: LocationError) -> CommandFailure {

@@ -23,6 +23,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var dropped: Int
     /// The journal file, if any.
     public var journal: String?
+    /// What was wrong with the journal when the daemon started (a damaged tail cut off, and how much of it
+    /// was dropped), if anything.
+    public var journalProblem: String?
     /// Clients watching the event stream.
     public var watchers: Int
     /// Seconds since the daemon started.
@@ -32,7 +35,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public init(
         state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy, source: String,
         sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, dropped: Int,
-        journal: String?, watchers: Int, uptime: Double
+        journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil
     ) {
         self.state = state
         self.executingInBackground = executingInBackground
@@ -44,6 +47,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         self.held = held
         self.dropped = dropped
         self.journal = journal
+        self.journalProblem = journalProblem
         self.watchers = watchers
         self.uptime = uptime
     }
@@ -63,7 +67,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
             ("last fix", fix),
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")"),
             ("dropped", "\(dropped)"),
-            ("journal", journal ?? "none (held fixes are kept in memory only)"),
+            ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (at start: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
         ]

@@ -41,6 +41,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var gracePeriod = 5.0
     /// Seconds background tasks may run. Key `lifecycle.taskTimeLimit`, default 180.
     public var taskTimeLimit = 180.0
+    /// Seconds a control client with replies or events pending may go without reading any of them before
+    /// the daemon drops it. Key `control.stallTimeout`, default 30.
+    public var controlStallTimeout = 30.0
 
     /// The defaults.
     public init() {}
@@ -117,6 +120,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
         if let value = number("batch.capacity") { result.batchCapacity = Int(exactly: value) ?? -1 }
         if let value = number("lifecycle.gracePeriod") { result.gracePeriod = value }
         if let value = number("lifecycle.taskTimeLimit") { result.taskTimeLimit = value }
+        if let value = number("control.stallTimeout") { result.controlStallTimeout = value }
         if let problem = problems.first {
             throw LocationError(.invalidConfiguration, "\(origin): \(problem)")
         }
@@ -139,6 +143,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
         try positive(distanceFilter, "distance filter")
         try positive(gracePeriod, "grace period")
         try positive(taskTimeLimit, "task time limit")
+        try positive(controlStallTimeout, "control stall timeout")
         if batchCapacity < 1 { throw bad("batch capacity must be a whole number of at least 1, got \(batchCapacity)") }
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
     }

@@ -7,13 +7,15 @@ import UnixSignals
 
 /// The `locationctl` side of locationd's control socket, with failures mapped to exit codes.
 enum DaemonClient {
-    /// Turns a control error into the command's failure: unreachable daemon 69, no fix 75, refused state 64.
+    /// Turns a control error into the command's failure: unreachable daemon 69, no fix 75, refused state 64,
+    /// another user's socket 77.
     static func failure(_ error: ControlError, socket: String) -> CommandFailure {
         switch error.code.rawValue {
         case "no-fix": .noFix(error.message)
         case "invalid-transition", "bad-request", "unknown-command": .usage(error.message)
-        case ControlError.Code.notListening.rawValue, ControlError.Code.permissionDenied.rawValue,
-            ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
+        case ControlError.Code.permissionDenied.rawValue:
+            .noPermission("\(error.message); the socket is owner-only: run as the user locationd runs as")
+        case ControlError.Code.notListening.rawValue, ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
             ControlError.Code.timeout.rawValue, ControlError.Code.io.rawValue:
             .unavailable("locationd at \(socket): \(error.message)")
         default: .badData("locationd at \(socket): \(error.message)")
@@ -35,14 +37,15 @@ enum DaemonClient {
         }
     }
 
-    /// One position from the daemon; `nil` when nothing answers and the socket was not asked for explicitly.
+    /// One position from the daemon; `nil` when the daemon cannot be reached or used by this user and the socket
+    /// was not asked for explicitly.
     static func current(socket: String, timeout: Double, accuracy: Double?, required: Bool) async throws -> Location? {
         do {
             let response = try await request(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket)
             do throws(ControlError) { return try response.decode(Location.self, forKey: "location") } catch {
                 throw CommandFailure.badData("locationd at \(socket): \(error.message)")
             }
-        } catch let failure as CommandFailure where failure.exitCode == 69 && !required {
+        } catch let failure as CommandFailure where (failure.exitCode == 69 || failure.exitCode == 77) && !required {
             return nil
         }
     }

@@ -10,7 +10,7 @@ struct LocationCtl: AsyncParsableCommand {
         discussion: """
             Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, \
             69 gpsd or locationd unreachable, 73 output file cannot be created, \
-            75 no fix within the timeout.
+            75 no fix within the timeout, 77 not allowed to use locationd's socket.
             """,
         subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
     )

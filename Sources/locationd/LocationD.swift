@@ -18,7 +18,9 @@ struct LocationD: AsyncParsableCommand {
         discussion: """
             Defaults come from --config (see Config/locationd.yaml), then LOCATIOND_* environment \
             variables, then flags. Clients talk JSON lines on the control socket: locationctl current, \
-            state, status and watch. SIGTERM or SIGINT shut down gracefully, syncing the journal.
+            state, status and watch. SIGTERM or SIGINT shut down gracefully, syncing the journal. \
+            With --journal, the lifecycle state is saved beside it (JOURNAL.state) on every change, so a \
+            daemon restarted after a crash resumes in the state it had, still holding its fixes.
             Exit codes: 0 ok, 64 usage, 66 replay file missing, 73 socket or journal cannot be created.
             """)
 
@@ -35,8 +37,10 @@ struct LocationD: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Journal held fixes to this file so a crash loses none.", valueName: "PATH"))
     var journal: String?
 
-    @Option(help: ArgumentHelp("Lifecycle state at start.", valueName: "active|background|suspended"))
-    var state: StartState = .active
+    @Option(help: ArgumentHelp(
+        "Lifecycle state at start. Default: with --journal, the state the daemon last had (saved in JOURNAL.state), else active; given explicitly, it overrides the saved state.",
+        valueName: "active|background|suspended"))
+    var state: StartState?
 
     @OptionGroup(title: "Policy") var policyOptions: PolicyOptions
 
@@ -71,7 +75,7 @@ struct LocationD: AsyncParsableCommand {
                 } catch { throw CommandFailure.usage(error.message) }
             }
             let daemon = try LocationDaemon(
-                source: source, settings: settings, startState: ApplicationState(rawValue: state.rawValue) ?? .active,
+                source: source, settings: settings, explicitState: state.flatMap { ApplicationState(rawValue: $0.rawValue) },
                 logger: logger)
             let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
             try await group.run()

@@ -14,18 +14,26 @@ final class LocationDaemon: Service, Sendable {
     private let recorder: ServiceEventRecorder
     private let server: Locked<ControlServer?> = Locked(nil)
     private let lastFix = Locked<(location: Location, arrived: ContinuousClock.Instant)?>(nil)
+    /// What was cut off a damaged journal at start, for `status`.
+    private let journalProblem = Locked<String?>(nil)
     private let logger: Logger
     private let startedAt = ContinuousClock.now
     /// A fix that arrived this recently is answered to `current` at once.
     private static let freshFixAge: Duration = .seconds(2)
 
-    init(source: any LocationSource, settings: ServiceConfiguration, startState: ApplicationState, logger: Logger) throws(CommandFailure) {
+    init(
+        source: any LocationSource, settings: ServiceConfiguration, explicitState: ApplicationState?, logger: Logger
+    ) throws(CommandFailure) {
         self.settings = settings
         self.logger = logger
         let application = Application(configuration: settings.applicationConfiguration)
         self.application = application
         let server = self.server
+        let journalProblem = self.journalProblem
         let recorder = ServiceEventRecorder(application: application) { event in
+            if case .error(let error) = event, error.code == .journalCorrupt {
+                journalProblem.withLock { $0 = error.message }
+            }
             _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
         }
         self.recorder = recorder
@@ -33,20 +41,49 @@ final class LocationDaemon: Service, Sendable {
         let observed = ObservedLocationSource(source) { event in
             if case .location(let location) = event { lastFix.withLock { $0 = (location, .now) } }
         }
+        let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
+        let startState = stateFile.map { Self.startState(explicit: explicitState, saved: $0, logger: logger) }
+            ?? explicitState ?? .active
         do {
             try application.transition(to: startState)
             manager = try LocationManager(
                 source: observed, application: application, configuration: settings.managerConfiguration, logger: logger)
+            try stateFile?.record(application) { error in logger.error("\(error.message)") }
         } catch {
             throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
         }
         manager.delegate = recorder
     }
 
+    /// The state to start in: an explicit `--state` wins; else the saved state, if it is valid and belongs to
+    /// this journal; else active. Says which, and why a saved record was not used.
+    private static func startState(
+        explicit: ApplicationState?, saved file: LifecycleStateFile, logger: Logger
+    ) -> ApplicationState {
+        switch file.load() {
+        case .absent:
+            return explicit ?? .active
+        case .restored(let saved):
+            if let explicit {
+                if explicit != saved {
+                    logger.notice("starting \(explicit.rawValue) as --state asks; the saved state was \(saved.rawValue)")
+                }
+                return explicit
+            }
+            logger.info("resuming in state \(saved.rawValue), saved in \(file.path)")
+            return saved
+        case .ignored(let reason):
+            let state = explicit ?? .active
+            logger.warning("\(reason); starting \(state.rawValue)")
+            return state
+        }
+    }
+
     func run() async throws {
         let control: ControlServer
         do {
-            control = try ControlServer(path: settings.socketPath) { [weak self] request, connection in
+            let limits = ControlServerConfiguration(stallTimeout: .seconds(settings.controlStallTimeout))
+            control = try ControlServer(path: settings.socketPath, configuration: limits) { [weak self] request, connection in
                 guard let self else { return .failure("shutting-down", "locationd is shutting down") }
                 return await self.handle(request)
             }
@@ -112,6 +149,7 @@ final class LocationDaemon: Service, Sendable {
             policy: ServiceEvent.policy(for: state), source: manager.source.name, sourceStatus: manager.sourceStatus,
             lastFix: fix?.location, lastFixAge: fix.map { (ContinuousClock.now - $0.arrived).seconds },
             held: manager.heldCount, dropped: manager.droppedCount, journal: manager.journalPath,
-            watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds)
+            watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
+            journalProblem: journalProblem.value)
     }
 }

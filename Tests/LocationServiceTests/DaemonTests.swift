@@ -13,14 +13,20 @@ final class RunningDaemon: Sendable {
     let process: Process
     let log: String
 
-    init(directory: TemporaryDirectory = TemporaryDirectory(), points: Int = 3600, extra: [String] = []) throws {
+    /// Starts locationd and, unless `waitUntilAnswering` is false, waits until its socket answers.
+    init(
+        directory: TemporaryDirectory = TemporaryDirectory(), points: Int = 3600, extra: [String] = [],
+        environment: [String: String] = [:], waitUntilAnswering: Bool = true
+    ) throws {
         self.directory = directory
         socket = directory.file("run/control.sock")
         let track = try directory.track(count: points)
         let (process, _, err) = try Tool.start(
-            "locationd", ["--replay", track, "--speed", "10", "--socket", socket] + extra, in: directory)
+            "locationd", ["--replay", track, "--speed", "10", "--socket", socket] + extra, environment: environment,
+            in: directory)
         self.process = process
         log = err
+        guard waitUntilAnswering else { return }
         // Wait until it answers: a socket file may be left over from a killed predecessor.
         let deadline = Date().addingTimeInterval(20)
         var answering = false
@@ -29,8 +35,22 @@ final class RunningDaemon: Sendable {
             if !answering { usleep(20_000) }
         }
         guard process.isRunning, answering else {
-            throw LocationError(.sourceUnavailable, "locationd did not start: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            throw LocationError(.sourceUnavailable, "locationd did not start: \(logText)")
         }
+    }
+
+    /// What the daemon has written to standard error so far.
+    var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// The daemon's status.
+    func status() throws -> DaemonStatus {
+        try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status")
+    }
+
+    /// Sends SIGKILL and waits until the process is gone.
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     deinit {
@@ -55,8 +75,7 @@ final class RunningDaemon: Sendable {
     func waitForWatchers(_ count: Int) throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            let status = try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status")
-            if status.watchers >= count { return }
+            if try status().watchers >= count { return }
             usleep(20_000)
         }
         Issue.record("\(count) watchers did not connect")
@@ -77,6 +96,8 @@ struct DaemonTests {
         let daemon = try RunningDaemon()
         let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let directory = try FileManager.default.attributesOfItem(atPath: daemon.directory.file("run"))
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
         let text = try daemon.ctl(["status"])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("state:    active"))
@@ -158,6 +179,13 @@ struct DaemonTests {
         #expect((try daemon.request(#"{"command":"launch-missiles"}"#)["error"] as? [String: Any])?["code"] as? String == "unknown-command")
         #expect((try daemon.request(#"{"command":"state","set":"asleep"}"#)["error"] as? [String: Any])?["code"] as? String == "bad-request")
         #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
+        // A line over 64 KiB: one error reply, then the daemon closes that connection.
+        let client = try ControlClient(path: daemon.socket)
+        try client.send(rawLine: Array(#"{"command":"status","pad":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 70_000) + Array("\"}\n".utf8))
+        let reply = try #require(try JSONSerialization.jsonObject(with: Data(client.readLine(timeout: .seconds(10)))) as? [String: Any])
+        #expect((reply["error"] as? [String: Any])?["code"] as? String == "request-too-large")
+        #expect(throws: ControlError.self) { try client.readLine(timeout: .seconds(10)) }
+        #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
         #expect(daemon.process.isRunning)
     }
 
@@ -174,27 +202,6 @@ struct DaemonTests {
             let lines = (try String(contentsOfFile: out, encoding: .utf8)).split(separator: "\n")
             #expect(lines.filter { $0.contains(#""type":"location""#) }.count == 5)
         }
-    }
-
-    @Test("a journal keeps held fixes across a kill -9, and the restarted daemon delivers them")
-    func journalAcrossCrash() throws {
-        let directory = TemporaryDirectory()
-        let journal = directory.file("held.journal")
-        var held = 0
-        do {
-            let daemon = try RunningDaemon(directory: directory, extra: ["--journal", journal, "--reduced-interval", "10"])
-            _ = try daemon.ctl(["state", "suspended"])
-            usleep(3_000_000)
-            held = try JSONDecoder().decode(
-                DaemonStatus.self, from: Data(try daemon.ctl(["status", "--format", "json"]).stdout.utf8)).held
-            kill(daemon.process.processIdentifier, SIGKILL)
-            daemon.process.waitUntilExit()
-        }
-        #expect(held >= 2)
-        let restarted = try RunningDaemon(directory: directory, extra: ["--journal", journal, "--state", "suspended"])
-        let status = try JSONDecoder().decode(
-            DaemonStatus.self, from: Data(try restarted.ctl(["status", "--format", "json"]).stdout.utf8))
-        #expect(status.held >= held)
     }
 
     @Test("locationctl reports an unreachable daemon with exit 69")

@@ -25,12 +25,16 @@ struct ServiceLayerTests {
         try "gpsd:\n  host: gps.local\n  port: 2948\nreduced:\n  interval: 15\nbackgroundLocation: off\n"
             .write(toFile: path, atomically: true, encoding: .utf8)
         let loaded = try await ServiceConfiguration.load(
-            path: path, environment: ["LOCATIOND_REDUCED_INTERVAL": "20", "LOCATIOND_JOURNAL": "/tmp/j"])
+            path: path,
+            environment: [
+                "LOCATIOND_REDUCED_INTERVAL": "20", "LOCATIOND_JOURNAL": "/tmp/j", "LOCATIOND_CONTROL_STALL_TIMEOUT": "2.5",
+            ])
         #expect(loaded.gpsdHost == "gps.local")
         #expect(loaded.gpsdPort == 2948)
         #expect(loaded.reducedInterval == 20)
         #expect(loaded.backgroundLocation == false)
         #expect(loaded.journalPath == "/tmp/j")
+        #expect(loaded.controlStallTimeout == 2.5)
     }
 
     @Test("bad configuration gets one clear error naming the file and key")

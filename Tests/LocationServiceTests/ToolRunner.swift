@@ -27,16 +27,29 @@ enum Tool {
     }()
 
     /// Starts `name` with `arguments`; the caller waits for it.
-    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], in directory: TemporaryDirectory) throws -> (Process, stdout: String, stderr: String) {
+    ///
+    /// With `launcher`, runs that program instead, with `name`'s path among its arguments where `{}` stands,
+    /// e.g. `["/usr/bin/setpriv", "--reuid=65534", "{}"]`, or any other program when `name` is a path.
+    static func start(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [],
+        in directory: TemporaryDirectory
+    ) throws -> (Process, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent(name)
-        process.arguments = arguments
+        let executable = name.hasPrefix("/") ? name : binDirectory.appendingPathComponent(name).path
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = launcher.dropFirst().map { $0 == "{}" ? executable : $0 } + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env["XDG_RUNTIME_DIR"] = directory.path
         for (key, value) in environment { env[key] = value }
         process.environment = env
-        let out = directory.file("\(name)-\(UUID().uuidString).out")
-        let err = directory.file("\(name)-\(UUID().uuidString).err")
+        let label = name.split(separator: "/").last.map(String.init) ?? name
+        let out = directory.file("\(label)-\(UUID().uuidString).out")
+        let err = directory.file("\(label)-\(UUID().uuidString).err")
         FileManager.default.createFile(atPath: out, contents: nil)
         FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: out)
@@ -47,8 +60,11 @@ enum Tool {
     }
 
     /// Runs `name` to completion (killing it after `timeout` seconds).
-    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60, in directory: TemporaryDirectory) throws -> ToolResult {
-        let (process, out, err) = try start(name, arguments, environment: environment, in: directory)
+    static func run(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [],
+        timeout: Double = 60, in directory: TemporaryDirectory
+    ) throws -> ToolResult {
+        let (process, out, err) = try start(name, arguments, environment: environment, launcher: launcher, in: directory)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(10_000) }
         if process.isRunning {

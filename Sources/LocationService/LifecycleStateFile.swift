@@ -1,0 +1,208 @@
+import Foundation
+import LocationCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The daemon's lifecycle state, kept in a small file beside the journal so that a daemon restarted after a
+/// crash comes back in the state it had, with its held fixes still held for the next foreground.
+///
+/// The file is `JOURNAL.state`: one JSON object naming the state and the journal it belongs to, by path and
+/// by device and inode, so that a record copied from elsewhere, or left beside a journal that was since
+/// deleted or replaced (another file renamed over it), is recognised as stale and ignored. (A journal deleted
+/// and created again may get its inode back; the record then still applies, which only means the daemon
+/// resumes its last state holding whatever the new journal has.) Each save writes a temporary file, syncs it, renames it over the
+/// record and syncs the directory: a reader sees the old record or the new one, never a torn one, whether the
+/// process is killed or the power fails.
+///
+/// ```swift
+/// let file = LifecycleStateFile(journalPath: "/var/lib/locationd/held.journal")
+/// if case .restored(let state) = file.load() { try application.transition(to: state) }
+/// file.record(application)       // saves every later transition
+/// ```
+public final class LifecycleStateFile: Sendable {
+    /// The journal the record belongs to.
+    public let journalPath: String
+    /// The record's own path: the journal's path with `.state` appended.
+    public let path: String
+
+    /// What the file holds.
+    public struct Record: Codable, Sendable, Hashable {
+        /// The format version; 1.
+        public var version: Int
+        /// The last lifecycle state the daemon reached.
+        public var state: ApplicationState
+        /// The journal's absolute path when the record was written.
+        public var journal: String
+        /// The journal file's device number.
+        public var journalDevice: UInt64
+        /// The journal file's inode number.
+        public var journalInode: UInt64
+
+        /// Creates a record.
+        public init(state: ApplicationState, journal: String, journalDevice: UInt64, journalInode: UInt64) {
+            self.version = 1
+            self.state = state
+            self.journal = journal
+            self.journalDevice = journalDevice
+            self.journalInode = journalInode
+        }
+    }
+
+    /// The outcome of reading the record at start.
+    public enum Loaded: Sendable, Hashable {
+        /// There is no record: the daemon has not run with this journal before.
+        case absent
+        /// The record is valid and belongs to the journal as it is now.
+        case restored(ApplicationState)
+        /// The record is unusable: unreadable, of another version, or left by a different journal.
+        /// The reason is one line for the log; the record is replaced at the next save.
+        case ignored(reason: String)
+    }
+
+    private let lock = Locked(())
+    /// How many transitions the hook saved; serialises the hook's saves with the first one.
+    private let hookSaves = Locked(0)
+
+    /// A record for the journal at `journalPath` (made absolute against the current directory).
+    public init(journalPath: String) {
+        let absolute =
+            journalPath.hasPrefix("/")
+            ? journalPath : FileManager.default.currentDirectoryPath + "/" + journalPath
+        self.journalPath = URL(fileURLWithPath: absolute).standardizedFileURL.path
+        self.path = self.journalPath + ".state"
+    }
+
+    /// Reads the record and checks it against the journal file as it is now.
+    ///
+    /// Call before the journal is opened: opening may replace a journal that is not one.
+    public func load() -> Loaded {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return FileManager.default.fileExists(atPath: path)
+                ? .ignored(reason: "state record \(path) cannot be read") : .absent
+        }
+        let record: Record
+        do {
+            record = try JSONDecoder().decode(Record.self, from: data)
+        } catch {
+            return .ignored(reason: "state record \(path) is corrupt (\(data.count) bytes, not a state record)")
+        }
+        guard record.version == 1 else {
+            return .ignored(reason: "state record \(path) has unknown version \(record.version)")
+        }
+        guard record.state != .notRunning else {
+            return .ignored(reason: "state record \(path) holds notRunning, which is not a state to resume")
+        }
+        guard record.journal == journalPath else {
+            return .ignored(reason: "state record \(path) belongs to journal \(record.journal), not \(journalPath)")
+        }
+        guard let identity = Self.identity(of: journalPath) else {
+            return .ignored(reason: "state record \(path) belongs to journal \(journalPath), which no longer exists")
+        }
+        guard identity == (record.journalDevice, record.journalInode) else {
+            return .ignored(
+                reason: "state record \(path) belongs to an earlier file at \(journalPath) (inode \(record.journalInode), "
+                    + "now \(identity.inode)): the journal was replaced")
+        }
+        return .restored(record.state)
+    }
+
+    /// Writes `state` atomically, tied to the journal file as it is now.
+    ///
+    /// - Throws: ``LocationError/Code/journalIO`` naming the file and the reason when the journal is missing
+    ///   or the record cannot be written.
+    public func save(_ state: ApplicationState) throws(LocationError) {
+        let result: Result<Void, LocationError> = lock.withLock { _ in
+            guard let identity = Self.identity(of: journalPath) else {
+                return .failure(
+                    LocationError(.journalIO, "cannot save lifecycle state: journal \(journalPath) does not exist"))
+            }
+            let record = Record(
+                state: state, journal: journalPath, journalDevice: identity.device, journalInode: identity.inode)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            guard let body = try? encoder.encode(record) else {
+                return .failure(LocationError(.journalIO, "cannot encode lifecycle state for \(path)"))
+            }
+            return Result { () throws(LocationError) in try Self.writeAtomically(Array(body) + [0x0A], to: path) }
+        }
+        try result.get()
+    }
+
+    /// Saves the state `application` is in now, then every state it reaches (its termination excepted: a
+    /// daemon that stops keeps the state its clients left it in). A failed later save is passed to `failed`
+    /// and the daemon runs on.
+    ///
+    /// - Throws: ``LocationError/Code/journalIO`` when the first save fails.
+    public func record(
+        _ application: Application, failed: @escaping @Sendable (LocationError) -> Void = { _ in }
+    ) throws(LocationError) {
+        _ = application.addHook { [self] event in
+            // The state the event leaves the app in, not `applicationState`, which may already be further on.
+            let state = ServiceEventRecorder.state(after: event)
+            guard state != .notRunning else { return }
+            do throws(LocationError) { try save(state, byHook: true) } catch { failed(error) }
+        }
+        // Skipped when a hook already saved: its state is at least as recent as the one read here.
+        try save(application.applicationState, byHook: false)
+    }
+
+    private func save(_ state: ApplicationState, byHook: Bool) throws(LocationError) {
+        let result: Result<Void, LocationError> = hookSaves.withLock { count in
+            if byHook { count += 1 } else if count > 0 { return .success(()) }
+            return Result { () throws(LocationError) in try save(state) }
+        }
+        try result.get()
+    }
+
+    /// The device and inode of the file at `path`, if it exists.
+    static func identity(of path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    /// Temporary file, `write`, `fsync`, `rename` over `path`, `fsync` of the directory.
+    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws(LocationError) {
+        func failure(_ step: String, _ number: Int32) -> LocationError {
+            LocationError(.journalIO, "cannot \(step) state record \(path): \(String(cString: strerror(number)))")
+        }
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure("create", errno) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                let number = errno
+                close(fd)
+                unlink(temporary)
+                throw failure("write", number)
+            }
+            offset += written
+        }
+        guard fsync(fd) == 0 else {
+            let number = errno
+            close(fd)
+            unlink(temporary)
+            throw failure("sync", number)
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let number = errno
+            unlink(temporary)
+            throw failure("replace", number)
+        }
+        // The rename itself survives a power cut only once the directory is synced.
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)
+            close(directoryFD)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import LocationCore
+import LocationService
+import Testing
+
+@Suite("The lifecycle state record beside the journal")
+struct LifecycleStateFileTests {
+    /// A directory with an (empty) journal file in it.
+    static func journal() throws -> (TemporaryDirectory, String) {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("LOCJRNL1".utf8)))
+        return (directory, path)
+    }
+
+    @Test("no record, then what was saved, written atomically with no temporary file left")
+    func saveAndLoad() throws {
+        let (directory, journal) = try Self.journal()
+        let file = LifecycleStateFile(journalPath: journal)
+        #expect(file.path == journal + ".state")
+        #expect(file.load() == .absent)
+        try file.save(.suspended)
+        #expect(file.load() == .restored(.suspended))
+        try file.save(.background)
+        #expect(file.load() == .restored(.background))
+        #expect(!FileManager.default.fileExists(atPath: file.path + ".tmp"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        _ = directory
+    }
+
+    @Test("a relative journal path names the same record as the absolute one")
+    func relativePath() throws {
+        let (directory, journal) = try Self.journal()
+        try LifecycleStateFile(journalPath: journal).save(.suspended)
+        let previous = FileManager.default.currentDirectoryPath
+        #expect(FileManager.default.changeCurrentDirectoryPath(directory.path))
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+        #expect(LifecycleStateFile(journalPath: "./held.journal").load() == .restored(.suspended))
+    }
+
+    @Test("a corrupt, foreign or stale record is ignored with a reason")
+    func unusableRecords() throws {
+        let (directory, journal) = try Self.journal()
+        let file = LifecycleStateFile(journalPath: journal)
+        func reason() -> String {
+            if case .ignored(let reason) = file.load() { return reason }
+            return "not ignored"
+        }
+
+        try Data("{\"state\":\"sus".utf8).write(to: URL(fileURLWithPath: file.path))
+        #expect(reason().contains("is corrupt"))
+
+        try file.save(.suspended)
+        var text = try String(contentsOfFile: file.path, encoding: .utf8)
+        try text.replacingOccurrences(of: "\"version\":1", with: "\"version\":7").write(
+            toFile: file.path, atomically: true, encoding: .utf8)
+        #expect(reason().contains("unknown version 7"))
+
+        // The record of another journal copied next to this one.
+        let other = directory.file("other.journal")
+        #expect(FileManager.default.createFile(atPath: other, contents: Data("LOCJRNL1".utf8)))
+        try LifecycleStateFile(journalPath: other).save(.suspended)
+        try? FileManager.default.removeItem(atPath: file.path)
+        try FileManager.default.copyItem(atPath: other + ".state", toPath: file.path)
+        #expect(reason().contains("belongs to journal \(other)"))
+
+        // Another file renamed over the journal: same path, another file.
+        try file.save(.suspended)
+        let replacement = directory.file("replacement")
+        #expect(FileManager.default.createFile(atPath: replacement, contents: Data("LOCJRNL1".utf8)))
+        #expect(rename(replacement, journal) == 0)
+        #expect(reason().contains("the journal was replaced"))
+        try FileManager.default.removeItem(atPath: journal)
+        #expect(reason().contains("no longer exists"))
+        #expect(FileManager.default.createFile(atPath: journal, contents: Data("LOCJRNL1".utf8)))
+
+        text = "{\"journal\":\"\(journal)\",\"journalDevice\":0,\"journalInode\":0,\"state\":\"notRunning\",\"version\":1}"
+        try text.write(toFile: file.path, atomically: true, encoding: .utf8)
+        #expect(reason().contains("notRunning"))
+
+        #expect(throws: LocationError.self) { try LifecycleStateFile(journalPath: directory.file("none")).save(.active) }
+    }
+
+    @Test("recording saves the current state, then every transition, and keeps the last running state on termination")
+    func recordsTransitions() async throws {
+        let (directory, journal) = try Self.journal()
+        let file = LifecycleStateFile(journalPath: journal)
+        let application = Application()
+        try application.transition(to: .active)
+        try file.record(application)
+        #expect(file.load() == .restored(.active))
+        try application.transition(to: .background)
+        await application.waitForPendingEvents()
+        #expect(file.load() == .restored(.background))
+        try application.transition(to: .suspended)
+        await application.waitForPendingEvents()
+        #expect(file.load() == .restored(.suspended))
+        application.terminate()
+        await application.waitForPendingEvents()
+        #expect(file.load() == .restored(.suspended))
+        _ = directory
+    }
+}
