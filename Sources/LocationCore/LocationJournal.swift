@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// An append-only file of held fixes, so that a crash while suspended loses nothing.
 ///
 /// ## Format (version 1, all integers little-endian)
@@ -191,6 +195,66 @@ public final class LocationJournal: Sendable {
             return .success(())
         }
         try result.get()
+    }
+
+    /// Replaces every record with `locations` (the fixes held since the last delivery), atomically: a
+    /// crash at any moment leaves either the old records or the new ones, never a journal missing fixes.
+    ///
+    /// With nothing to keep this is ``clear()``. Otherwise the new records go to `PATH.tmp`, which is
+    /// synced and renamed over the journal, and the directory is synced.
+    public func replaceContents(with locations: [Location]) throws(LocationError) {
+        guard !locations.isEmpty else { return try clear() }
+        var bytes = Self.magic
+        bytes.reserveCapacity(bytes.count + locations.count * 128)
+        for location in locations { Self.encodeRecord(location, into: &bytes) }
+        let result: Result<Void, LocationError> = state.withLock { state in
+            guard state.handle != nil else {
+                return .failure(LocationError(.journalIO, "journal \(path) is closed"))
+            }
+            let temporary = path + ".tmp"
+            do {
+                guard FileManager.default.createFile(
+                    atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600])
+                else { throw LocationError(.journalIO, "cannot create \(temporary)") }
+                guard let staged = FileHandle(forUpdatingAtPath: temporary) else {
+                    throw LocationError(.journalIO, "cannot open \(temporary)")
+                }
+                try bytes.withUnsafeBytes { try staged.write(contentsOf: $0) }
+                try staged.synchronize()
+                try staged.close()
+                guard Glibc.rename(temporary, path) == 0 else {
+                    throw LocationError(.journalIO, "cannot rename \(temporary) over the journal: \(String(cString: strerror(errno)))")
+                }
+                Self.syncDirectory(of: path)
+                guard let handle = FileHandle(forUpdatingAtPath: path) else {
+                    throw LocationError(.journalIO, "cannot reopen journal \(path)")
+                }
+                try handle.seekToEnd()
+                try? state.handle?.close()
+                state.handle = handle
+            } catch let error as LocationError {
+                try? FileManager.default.removeItem(atPath: temporary)
+                return .failure(error)
+            } catch {
+                try? FileManager.default.removeItem(atPath: temporary)
+                return .failure(LocationError(.journalIO, "cannot rewrite journal \(path): \(error)"))
+            }
+            state.recordCount = locations.count
+            state.unsyncedSince = nil
+            state.syncTask?.cancel()
+            state.syncTask = nil
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// Makes a rename in the file's directory durable.
+    private static func syncDirectory(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = Glibc.open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = Glibc.fsync(fd)
+        _ = Glibc.close(fd)
     }
 
     /// Syncs and closes the file; later appends fail.

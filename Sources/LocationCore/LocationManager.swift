@@ -574,11 +574,8 @@ public final class LocationManager: Sendable {
             guard let self else { return }
             let result = self.state.withLock { state -> LocationError? in
                 do throws(LocationError) {
-                    let heldSince = state.batch.peek()
-                    try journal.clear()
-                    if !heldSince.isEmpty {
-                        try journal.append(contentsOf: heldSince)
-                    }
+                    // Atomically, so that a crash here never loses what was held since the flush.
+                    try journal.replaceContents(with: state.batch.peek())
                     return nil
                 } catch {
                     return error

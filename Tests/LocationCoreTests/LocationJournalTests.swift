@@ -54,6 +54,26 @@ struct LocationJournalTests {
         #expect(afterClear.locations.isEmpty)
     }
 
+    @Test("replacing the records keeps exactly the new ones, appends continue after them, and no temporary file is left")
+    func replaceContents() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 30)
+        let (journal, _) = try LocationJournal.open(path: path)
+        try journal.append(contentsOf: Array(fixes[0..<20]))
+        // The first 20 were delivered; 20...24 were held meanwhile and must stay.
+        try journal.replaceContents(with: Array(fixes[20..<25]))
+        #expect(journal.count == 5)
+        try journal.append(contentsOf: Array(fixes[25..<30]))
+        #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
+        let (_, reopened) = try LocationJournal.open(path: path)
+        #expect(reopened.problem == nil)
+        #expect(reopened.locations == Array(fixes[20..<30]))
+        try journal.replaceContents(with: [])
+        let (_, emptied) = try LocationJournal.open(path: path)
+        #expect(emptied.locations.isEmpty)
+    }
+
     @Test("a truncated tail is reported, cut off, and the valid prefix kept", arguments: [1, 7, 40, 80])
     func truncatedTail(cut: Int) throws {
         let directory = TemporaryDirectory()
