@@ -11,6 +11,8 @@ final class GPSDSourceState: Sendable {
     private let shared = Mutex(Shared())
     /// gpsd messages read over all connections, for statistics and the duty-cycle check.
     let messagesRead = Atomic<Int>(0)
+    /// Lines refused as unusable (not JSON, too long, impossible values), over all connections.
+    let linesSkipped = Atomic<Int>(0)
 
     /// The fix time of the last location delivered by any connection of this source.
     var lastDelivered: GPSDTime? {
