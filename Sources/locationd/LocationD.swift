@@ -66,8 +66,7 @@ struct LocationD: AsyncParsableCommand {
                 }
             } else {
                 do throws(LocationError) {
-                    source = try GPSDLocationSource(configuration: GPSDConfiguration(
-                        host: settings.gpsdHost, port: settings.gpsdPort, devicePath: settings.gpsdDevice))
+                    source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
                 } catch { throw CommandFailure.usage(error.message) }
             }
             let daemon = try LocationDaemon(
