@@ -28,15 +28,15 @@ import Synchronization
 ///   (garbage, a cut line, `NaN` or `Infinity`, two objects on a line, a longer line) is skipped and
 ///   counted in ``linesSkipped``; reading goes on with the next line. Memory stays the same whatever the
 ///   peer sends. If the very first line of a connection is not gpsd JSON, the peer is not gpsd: the
-///   connection fails with ``LocationError/Code/sourceFailed`` and is retried with backoff.
+///   connection fails with ``LocationError/Code/sourceUnavailable`` and is retried with backoff.
 /// - A TPV with an impossible mode (not 0–3), time (not RFC 3339, or outside 1980-01-06…2200-01-01),
 ///   latitude (outside ±90) or longitude (outside ±180), or with mode 2/3 but no position, is refused
 ///   whole: no ``Location`` is made from it. Any other value outside its range (a negative error
 ///   estimate, a speed beyond 100 km/s, a track beyond 360°...) is left out (`nil`); the rest is used.
 /// - Each kind of such problem is reported once per connection as a ``LocationError/Code/invalidData``
 ///   error naming gpsd's address and what was wrong; classes this code does not know are ignored quietly.
-/// - gpsd's own ERROR answer to the WATCH (such as "No such device") is reported once as
-///   ``LocationError/Code/sourceUnavailable`` and retried with backoff.
+/// - gpsd's own ERROR answer to the WATCH (such as "No such device"), and a gpsd whose device list
+///   stays empty, are reported once as ``LocationError/Code/sourceUnavailable`` and retried with backoff.
 ///
 /// In continuous mode the reader thread reports straight into the context, without a hop through a
 /// task, to keep the delay from socket to delegate small. In duty-cycled mode each acquisition opens

@@ -157,7 +157,9 @@ final class GPSDStreamWorker: Sendable {
             if !reconnects { return failure }
             if state.beginOutage() {
                 sink(.status(.unavailable))
-                sink(.error(failure))
+                // Say what happens next: the connection was up, and the worker is on it.
+                let next = failure.code == .sourceFailed ? "; reconnecting" : ""
+                sink(.error(LocationError(failure.code, failure.message + next)))
             }
             if case .stopRequested = wait(for: nil, timeout: backoff.nextDelay()) { break }
         }
@@ -231,8 +233,9 @@ final class GPSDStreamWorker: Sendable {
                 emit(&merger, merger.accept(report))
             case .skipped(let problem):
                 if problem.isNotGPSD, !connection.sawMessage {
+                    // Something else listens there: as good as no gpsd at all.
                     return .failed(LocationError(
-                        .sourceFailed,
+                        .sourceUnavailable,
                         "the peer at \(endpoint) is not speaking gpsd's JSON protocol; it sent \(problem.quotedLine)"))
                 }
                 state.linesSkipped.add(1, ordering: .relaxed)
@@ -250,21 +253,22 @@ final class GPSDStreamWorker: Sendable {
         return .stopped
     }
 
-    /// The watchdog's error: what the connection sent before it fell silent.
+    /// The watchdog's error: what the connection sent before it fell silent. A gpsd without any receiver
+    /// is unavailable rather than failed: there is nothing to reconnect to until one is attached.
     private func silence(_ connection: Connection) -> LocationError {
         let endpoint = configuration.endpoint
         let seconds = configuration.watchdogTimeout.seconds.plainText
         let message: String
         if connection.skippedSinceMessage > 0 {
-            message = "gpsd at \(endpoint) sent only unusable lines (\(connection.skippedSinceMessage)) for \(seconds) s; reconnecting"
+            message = "gpsd at \(endpoint) sent only unusable lines (\(connection.skippedSinceMessage)) for \(seconds) s"
         } else if connection.flowing {
-            message = "gpsd at \(endpoint) sent nothing for \(seconds) s (stalled gpsd or receiver); reconnecting"
+            message = "gpsd at \(endpoint) sent nothing for \(seconds) s (stalled gpsd or receiver)"
         } else if connection.deviceCount == 0 {
-            message = "gpsd at \(endpoint) has no receiver (its device list is empty); checking again"
+            return LocationError(.sourceUnavailable, "gpsd at \(endpoint) has no receiver (its device list is empty)")
         } else if !connection.sawMessage {
-            message = "gpsd at \(endpoint) accepted the connection but sent nothing for \(seconds) s (gpsd stalled, or not gpsd); reconnecting"
+            message = "gpsd at \(endpoint) accepted the connection but sent nothing for \(seconds) s (gpsd stalled, or not gpsd)"
         } else {
-            message = "gpsd at \(endpoint) sent no data from a receiver for \(seconds) s; reconnecting"
+            message = "gpsd at \(endpoint) sent no data from a receiver for \(seconds) s"
         }
         return LocationError(.sourceFailed, message)
     }

@@ -34,52 +34,52 @@ struct BrokenServerTests {
             steps: [.text(GPSDLines.greeting + "this is not JSON at all\n"), .bytes([0x01, 0x02, 0x7F, 0xFF, 0xFE, 0x0A]), .text("{{{{\n")],
             ending: .close,
             errors: [(.invalidData, "not valid JSON (it is not a JSON object): 'this is not JSON at all'; skipped it"),
-                     (.sourceFailed, "closed the connection\n")]),
+                     (.sourceFailed, "closed the connection; reconnecting\n")]),
         Script(
             name: "cut TPV line, then close",
             steps: [.text(GPSDLines.version + "\n" + String(GPSDLines.tpv(0).prefix(90)))],
             ending: .close,
-            errors: [(.sourceFailed, "closed the connection in the middle of a line")]),
+            errors: [(.sourceFailed, "closed the connection in the middle of a line; reconnecting\n")]),
         Script(
             name: "cut line, held open",
             steps: [.text(GPSDLines.version + "\n" + #"{"class":"TPV","mode":3,"lat":51."#)],
             ending: .stayOpen,
-            errors: [(.sourceFailed, "sent no data from a receiver for 1 s; reconnecting")]),
+            errors: [(.sourceFailed, "sent no data from a receiver for 1 s; reconnecting\n")]),
         Script(
             name: "100 KB line, then close",
             steps: [.text(GPSDLines.version + "\n"), .filler(UInt8(ascii: "A"), count: 100_000), .text("\n")],
             ending: .close,
-            errors: [(.invalidData, "a line longer than 65536 bytes: 'AAAA"), (.sourceFailed, "closed the connection\n")]),
+            errors: [(.invalidData, "a line longer than 65536 bytes: 'AAAA"), (.sourceFailed, "closed the connection; reconnecting\n")]),
         Script(
             name: "1 MB line without a newline, held open",
             steps: [.text(GPSDLines.greeting), .filler(UInt8(ascii: "x"), count: 1 << 20)],
             ending: .stayOpen,
-            errors: [(.invalidData, "a line longer than 65536 bytes"), (.sourceFailed, "sent only unusable lines (1) for 1 s")]),
+            errors: [(.invalidData, "a line longer than 65536 bytes"), (.sourceFailed, "sent only unusable lines (1) for 1 s; reconnecting\n")]),
         Script(
             name: "TPV with nonsense values",
             steps: [.text(GPSDLines.version + "\n" + #"{"class":"TPV","mode":3,"time":"not a time","lat":"north","lon":null}"# + "\n")],
             ending: .close,
-            errors: [(.invalidData, #"a TPV with time "not a time" (not an RFC 3339 date and time)"#), (.sourceFailed, "closed the connection\n")]),
+            errors: [(.invalidData, #"a TPV with time "not a time" (not an RFC 3339 date and time)"#), (.sourceFailed, "closed the connection; reconnecting\n")]),
         Script(
             name: "not gpsd at all",
             steps: [.text("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n")],
             ending: .stayOpen,
-            errors: [(.sourceFailed, "the peer at 127.0.0.1:PORT is not speaking gpsd's JSON protocol; it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2'")]),
+            errors: [(.sourceUnavailable, "the peer at 127.0.0.1:PORT is not speaking gpsd's JSON protocol; it sent 'SSH-2.0-OpenSSH_9.2p1 Debian-2'\n")]),
         Script(
             name: "silent peer",
             steps: [],
             ending: .stayOpen,
-            errors: [(.sourceFailed, "accepted the connection but sent nothing for 1 s")]),
+            errors: [(.sourceFailed, "accepted the connection but sent nothing for 1 s (gpsd stalled, or not gpsd); reconnecting\n")]),
         Script(
             name: "gpsd without a receiver",
             steps: [.text([GPSDLines.version, GPSDLines.noDevices, GPSDLines.watch].map { $0 + "\n" }.joined())],
             ending: .stayOpen,
-            errors: [(.sourceFailed, "has no receiver (its device list is empty)")]),
+            errors: [(.sourceUnavailable, "has no receiver (its device list is empty)\n")]),
         Script(
             name: "gpsd refusing the watch",
             steps: [.text(GPSDLines.version + "\n" + GPSDLines.noSuchDevice + "\n")],
             ending: .stayOpen,
-            errors: [(.sourceUnavailable, "refused to stream: No such device as /dev/ttyNONE")]),
+            errors: [(.sourceUnavailable, "refused to stream: No such device as /dev/ttyNONE\n")]),
     ]
 
     @Test(.timeLimit(.minutes(1)), arguments: scripts.map(\.name))
