@@ -115,22 +115,22 @@ struct GPSDSession: ~Copyable {
         case .success(let found): members = found
         case .failure(let failure): return .skipped(problem(.notJSON, failure.reason))
         }
-        guard let className = members.className else {
+        guard members.className != nil else {
             return .skipped(problem(.noClass, "no \"class\" member"))
-        }
-        // Only a TPV's own time is checked here: libgps turns an impossible date into a real one.
-        var checkedTime: GPSDTime??
-        if let time = members.time, Self.equals(bytes, className, "TPV") {
-            guard let parsed = RFC3339.parse(UnsafeBufferPointer(rebasing: bytes[time])) else {
-                let text = String(decoding: bytes[time].prefix(40), as: UTF8.self)
-                return .skipped(problem(.refusedFix, "time \"\(text)\" (not an RFC 3339 date and time)"))
-            }
-            checkedTime = .some(GPSDTime(date: parsed.date))
         }
         data.pointee.set = 0
         _ = line.withMemoryRebound(to: CChar.self, capacity: count + 1) { gps_unpack($0, data) }
         let set = data.pointee.set
         if set & CGPS_MODE_SET != 0 {
+            // libgps turns an impossible date (month 13) into a real one: check gpsd's own text.
+            var checkedTime: GPSDTime?
+            if let time = members.time {
+                guard let parsed = RFC3339.parse(UnsafeBufferPointer(rebasing: bytes[time])) else {
+                    let text = String(decoding: bytes[time].prefix(40), as: UTF8.self)
+                    return .skipped(problem(.refusedFix, "time \"\(text)\" (not an RFC 3339 date and time)"))
+                }
+                checkedTime = GPSDTime(date: parsed.date)
+            }
             return decodeTPV(checkedTime: checkedTime, problem: problem)
         }
         if set & CGPS_SATELLITE_SET != 0 {
@@ -159,13 +159,13 @@ struct GPSDSession: ~Copyable {
 
     /// Turns a decoded TPV into a fix report, reading fields in place (never copying the struct).
     private func decodeTPV(
-        checkedTime: GPSDTime??, problem: (GPSDLineProblem.Kind, String) -> GPSDLineProblem
+        checkedTime: GPSDTime?, problem: (GPSDLineProblem.Kind, String) -> GPSDLineProblem
     ) -> ReadResult {
         let seconds = cgps_fix_time_seconds(data)
         let nanoseconds = cgps_fix_time_nanoseconds(data)
         var time = (seconds != 0 || nanoseconds != 0) ? GPSDTime(seconds: seconds, nanoseconds: nanoseconds) : nil
         // libgps's value keeps full resolution; the checked one stands in when libgps could not read it.
-        if time == nil, case .some(let checked) = checkedTime { time = checked }
+        if time == nil { time = checkedTime }
         let device = String(cString: cgps_device_path(data))
         let fix = data.pointee.fix
         let checked = GPSDFix.checked(
@@ -179,13 +179,6 @@ struct GPSDSession: ~Copyable {
         case .fix(let fix, let leftOut):
             return .message(.fix(fix), problem: leftOut.map { problem(.valueLeftOut, "a TPV with " + $0) })
         }
-    }
-
-    /// Whether the bytes in `range` are exactly `word`.
-    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, _ word: StaticString) -> Bool {
-        range.count == word.utf8CodeUnitCount
-            && zip(bytes[range], UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount))
-                .allSatisfy { $0 == $1 }
     }
 
     /// The start of a line in single quotes (gpsd's JSON is full of double ones), with anything but
