@@ -25,7 +25,8 @@ struct GPSDSession: ~Copyable {
         case failed(LocationError)
     }
 
-    /// SKY dilutions of precision above this are left out (receivers use 99.99 for "unknown").
+    /// SKY dilutions of precision outside this are left out; 99.99, which receivers send for "unknown",
+    /// is kept as gpsd reports it.
     static let dilutionRange = 0.0...100.0
 
     private let data: UnsafeMutablePointer<gps_data_t>

@@ -139,10 +139,10 @@ final class GPSDStreamWorker: Sendable {
         while !isStopping {
             let failure: LocationError
             do throws(LocationError) {
-                var session = try GPSDSession(host: configuration.host, port: configuration.port)
+                let session = try GPSDSession(host: configuration.host, port: configuration.port)
                 try session.watch(devicePath: configuration.devicePath)
                 limiter.newConnection()
-                switch pump(&session, &merger, &backoff, &limiter, sink, emit) {
+                switch pump(session, &merger, &backoff, &limiter, sink, emit) {
                 case .stopped:
                     // An epoch still being merged is dropped, not delivered half-complete.
                     session.unwatch()
@@ -157,7 +157,8 @@ final class GPSDStreamWorker: Sendable {
             if !reconnects { return failure }
             if state.beginOutage() {
                 sink(.status(.unavailable))
-                // Say what happens next: the connection was up, and the worker is on it.
+                // The message says that a failed connection is being retried; an unavailable gpsd's message
+                // stays as it is, since a watch that never reached gpsd ends with it.
                 let next = failure.code == .sourceFailed ? "; reconnecting" : ""
                 sink(.error(LocationError(failure.code, failure.message + next)))
             }
@@ -168,7 +169,7 @@ final class GPSDStreamWorker: Sendable {
 
     /// Reads one connection until it fails or the worker stops.
     private func pump(
-        _ session: inout GPSDSession,
+        _ session: borrowing GPSDSession,
         _ merger: inout EpochMerger,
         _ backoff: inout ReconnectBackoff,
         _ limiter: inout ProblemLimiter,
