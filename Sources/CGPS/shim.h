@@ -21,20 +21,6 @@ static inline int cgps_send(struct gps_data_t *data, const char *command) {
     return gps_send(data, "%s", command);
 }
 
-/*
- * Reads one line; gps_read gained its message buffer parameters in API 7. Older libgps cannot hand the
- * line back, so `message` is then left as "{}" (the line is assumed to be JSON).
- */
-static inline int cgps_read(struct gps_data_t *data, char *message, int message_len) {
-#if GPSD_API_MAJOR_VERSION >= 7
-    if (message_len > 0) message[0] = '\0';
-    return gps_read(data, message, message_len);
-#else
-    if (message_len > 2) { message[0] = '{'; message[1] = '}'; message[2] = '\0'; }
-    return gps_read(data);
-#endif
-}
-
 /* The error code gps_open leaves in errno on failure (negative for libgps's own codes). */
 static inline int cgps_errno(void) { return errno; }
 
@@ -61,6 +47,12 @@ static inline double cgps_fix_alt_hae(const struct gps_data_t *data) { return da
 
 /* The device path of the last report, NUL-terminated inside the struct (may be empty). */
 static inline const char *cgps_device_path(const struct gps_data_t *data) { return data->dev.path; }
+
+/* The text of gpsd's last ERROR message, NUL-terminated within its field whatever gpsd sent. */
+static inline const char *cgps_error_message(struct gps_data_t *data) {
+    data->error[sizeof(data->error) - 1] = '\0';
+    return data->error;
+}
 
 /* The `set` mask bits we test, as plain constants (UNION_SET and friends are macros Swift drops). */
 static const uint64_t CGPS_MODE_SET = MODE_SET;

@@ -13,17 +13,33 @@ public struct GPSDOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Watch only this receiver device.", valueName: "PATH"))
     public var device: String?
 
-    /// Whether either flag was given.
-    public var isSet: Bool { gpsd != nil || device != nil }
+    @Option(name: .customLong("gpsd-reconnect-delay"), help: ArgumentHelp("Seconds before the first reconnection after gpsd went away; doubles on each failure (default 0.25).", valueName: "SEC"))
+    public var reconnectDelay: Double?
 
-    /// Puts the flags' address and device into `settings`; an unparsable address is a usage error.
+    @Option(name: .customLong("gpsd-max-reconnect-delay"), help: ArgumentHelp("Longest delay between reconnections to gpsd (default 5).", valueName: "SEC"))
+    public var maxReconnectDelay: Double?
+
+    @Option(name: .customLong("gpsd-watchdog"), help: ArgumentHelp("Reconnect when gpsd sends nothing for this long (default 5).", valueName: "SEC"))
+    public var watchdog: Double?
+
+    /// Whether any gpsd flag was given.
+    public var isSet: Bool {
+        gpsd != nil || device != nil || reconnectDelay != nil || maxReconnectDelay != nil || watchdog != nil
+    }
+
+    /// Puts the flags' values into `settings`; an unparsable address or a bad delay is a usage error.
     public func apply(to settings: inout ServiceConfiguration) throws(CommandFailure) {
         if let device { settings.gpsdDevice = device }
-        guard let gpsd else { return }
+        if let reconnectDelay { settings.gpsdReconnectDelay = reconnectDelay }
+        if let maxReconnectDelay { settings.gpsdMaxReconnectDelay = maxReconnectDelay }
+        if let watchdog { settings.gpsdWatchdog = watchdog }
         do throws(LocationError) {
-            let endpoint = try GPSDEndpoint(parsing: gpsd)
-            settings.gpsdHost = endpoint.host
-            settings.gpsdPort = endpoint.port
+            if let gpsd {
+                let endpoint = try GPSDEndpoint(parsing: gpsd)
+                settings.gpsdHost = endpoint.host
+                settings.gpsdPort = endpoint.port
+            }
+            try settings.validate()
         } catch {
             throw CommandFailure.usage(error.message)
         }

@@ -46,7 +46,7 @@ struct EpochMerger: Sendable {
     /// Takes one report; returns the events it completes, in order.
     mutating func accept(_ report: GPSDReport) -> [LocationSourceEvent] {
         switch report {
-        case .other:
+        case .devices, .gpsdError, .other:
             return []
         case .sky(let used, let hdop, let vdop, let pdop):
             if let used { satellitesUsed = used }

@@ -73,3 +73,83 @@ struct GPSDFix: Sendable, Equatable {
         device = newer.device ?? device
     }
 }
+
+extension GPSDFix {
+    /// The outcome of checking a TPV's raw values.
+    enum Checked: Equatable {
+        /// The TPV cannot be a fix; the text says why ("latitude 91.0 (outside -90…90)").
+        case refused(String)
+        /// The fix, with every value outside its range left out (`nil`); `leftOut` names the first.
+        case fix(GPSDFix, leftOut: String?)
+    }
+
+    /// Fix times before the GPS epoch (1980-01-06) or from 2200 on are impossible, and a single one far in
+    /// the future would make every later real fix look stale.
+    static let timeRange = GPSDTime(seconds: 315_964_800, nanoseconds: 0)..<GPSDTime(seconds: 7_258_118_400, nanoseconds: 0)
+    static let latitudeRange = -90.0...90.0
+    static let longitudeRange = -180.0...180.0
+    /// Metres; generous enough for a receiver in low Earth orbit.
+    static let altitudeRange = -1_000_000.0...1_000_000.0
+    /// Position error estimates in metres (eph, epx, epy, epv): never negative, never beyond Earth's circumference.
+    static let distanceErrorRange = 0.0...40_000_000.0
+    /// Speed over ground and its error estimate, m/s.
+    static let speedRange = 0.0...100_000.0
+    /// Vertical speed, m/s.
+    static let climbRange = -100_000.0...100_000.0
+    /// Course and course error estimate, degrees.
+    static let angleRange = 0.0...360.0
+
+    /// Checks the values libgps decoded from one TPV (NaN meaning absent): an impossible mode, time or
+    /// coordinate, or mode 2/3 without a coordinate, refuses the whole TPV; any other value outside its
+    /// range is left out.
+    static func checked(
+        mode: Int, time: GPSDTime?, latitude: Double, longitude: Double,
+        altitudeMSL: Double, altitudeHAE: Double, eph: Double, epx: Double, epy: Double, epv: Double,
+        speed: Double, eps: Double, track: Double, epd: Double, climb: Double, device: String?
+    ) -> Checked {
+        guard (0...3).contains(mode) else { return .refused("mode \(mode) (gpsd uses 0 to 3)") }
+        if let time, !timeRange.contains(time) {
+            return .refused("time \(time) (outside 1980-01-06…2200-01-01)")
+        }
+        if !latitude.isNaN, !(latitude.isFinite && latitudeRange.contains(latitude)) {
+            return .refused("latitude \(latitude.plainText) (outside -90…90)")
+        }
+        if !longitude.isNaN, !(longitude.isFinite && longitudeRange.contains(longitude)) {
+            return .refused("longitude \(longitude.plainText) (outside -180…180)")
+        }
+        if mode >= 2, latitude.isNaN || longitude.isNaN {
+            return .refused("mode \(mode) but no latitude or longitude")
+        }
+        var leftOut: String?
+        func within(_ value: Double, _ range: ClosedRange<Double>, _ name: String, _ unit: String) -> Double? {
+            if value.isNaN { return nil }
+            if value.isFinite, range.contains(value) { return value }
+            if leftOut == nil {
+                leftOut = "\(name) \(value.plainText) (outside \(range.lowerBound.plainText)…\(range.upperBound.plainText) \(unit))"
+            }
+            return nil
+        }
+        let fix = GPSDFix(
+            mode: mode, time: time, latitude: latitude, longitude: longitude,
+            altitudeMSL: within(altitudeMSL, altitudeRange, "altMSL", "m"),
+            altitudeHAE: within(altitudeHAE, altitudeRange, "altHAE", "m"),
+            eph: within(eph, distanceErrorRange, "eph", "m"),
+            epx: within(epx, distanceErrorRange, "epx", "m"),
+            epy: within(epy, distanceErrorRange, "epy", "m"),
+            epv: within(epv, distanceErrorRange, "epv", "m"),
+            speed: within(speed, speedRange, "speed", "m/s"),
+            eps: within(eps, speedRange, "eps", "m/s"),
+            track: within(track, angleRange, "track", "°"),
+            epd: within(epd, angleRange, "epd", "°"),
+            climb: within(climb, climbRange, "climb", "m/s"),
+            device: device)
+        return .fix(fix, leftOut: leftOut)
+    }
+}
+
+extension Double {
+    /// The value without a needless ".0": `90`, `-0.5`, `40000000`.
+    var plainText: String {
+        self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

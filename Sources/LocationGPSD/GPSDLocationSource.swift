@@ -22,14 +22,30 @@ import Synchronization
 ///   reconnects with capped exponential backoff; when data flows again the next report announces
 ///   `.status(.hasFix)` or `.status(.noFix)`.
 ///
+/// What gpsd sends is checked before anything is taken from it (see the README's guarantees):
+///
+/// - Each line must be one well-formed JSON object with a `class`, at most 64 KiB long. Anything else
+///   (garbage, a cut line, `NaN` or `Infinity`, two objects on a line, a longer line) is skipped and
+///   counted in ``linesSkipped``; reading goes on with the next line. Memory stays the same whatever the
+///   peer sends. If the very first line of a connection is not gpsd JSON, the peer is not gpsd: the
+///   connection fails with ``LocationError/Code/sourceUnavailable`` and is retried with backoff.
+/// - A TPV with an impossible mode (not 0–3), time (not RFC 3339, or outside 1980-01-06…2200-01-01),
+///   latitude (outside ±90) or longitude (outside ±180), or with mode 2/3 but no position, is refused
+///   whole: no ``Location`` is made from it. Any other value outside its range (a negative error
+///   estimate, a speed beyond 100 km/s, a track beyond 360°...) is left out (`nil`); the rest is used.
+/// - Each kind of such problem is reported once per connection as a ``LocationError/Code/invalidData``
+///   error naming gpsd's address and what was wrong; classes this code does not know are ignored quietly.
+/// - gpsd's own ERROR answer to the WATCH (such as "No such device"), and a gpsd whose device list
+///   stays empty, are reported once as ``LocationError/Code/sourceUnavailable`` and retried with backoff.
+///
 /// In continuous mode the reader thread hands reports to a delivery thread of their own
 /// (`GPSDReportRelay`) rather than a task, which keeps the delay from socket to delegate small; a
 /// consumer that blocks never stops the reader from draining gpsd (which drops clients that stop
 /// reading), and at most ``GPSDConfiguration/maximumPendingReports`` reports wait: older fixes are dropped
-/// and counted (``fixesDropped``, and one ``LocationError/Code/consumerOverrun`` error). In duty-cycled mode each acquisition opens
-/// its own connection (``listen(_:)``, driven by ``ListeningLocationSource``'s acquisition logic), and
-/// between acquisitions there is no connection at all, so gpsd may idle the receiver and this process
-/// sleeps.
+/// and counted (``fixesDropped``, and one ``LocationError/Code/consumerOverrun`` error). In duty-cycled
+/// mode each acquisition opens its own connection (``listen(_:)``, driven by ``ListeningLocationSource``'s
+/// acquisition logic), and between acquisitions there is no connection at all, so gpsd may idle the
+/// receiver and this process sleeps.
 public struct GPSDLocationSource: ListeningLocationSource {
     /// Where gpsd is and how it is treated.
     public let configuration: GPSDConfiguration
@@ -53,6 +69,10 @@ public struct GPSDLocationSource: ListeningLocationSource {
     /// How many fixes were dropped because the consumer did not keep up; each drop was also reported as
     /// a ``LocationError/Code/consumerOverrun`` error.
     public var fixesDropped: Int { state.fixesDropped.load(ordering: .relaxed) }
+
+    /// How many lines this source refused as unusable over all its connections: not one well-formed JSON
+    /// object, longer than 64 KiB, or a TPV with an impossible mode, time or coordinate.
+    public var linesSkipped: Int { state.linesSkipped.load(ordering: .relaxed) }
 
     /// Runs in whatever mode the context asks for, following mode changes, until the task is cancelled.
     public func run(_ context: LocationSourceContext) async throws {

@@ -6,7 +6,12 @@ enum GPSDReport: Sendable, Equatable {
     case fix(GPSDFix)
     /// A SKY report: how many satellites the solution uses and the dilutions of precision, when gpsd said.
     case sky(satellitesUsed: Int?, hdop: Double? = nil, vdop: Double? = nil, pdop: Double? = nil)
-    /// Anything else gpsd sends (VERSION, DEVICES, WATCH, DEVICE, GST, ATT, ...); counted, not used.
+    /// The list of receivers gpsd has (the DEVICES message sent after a WATCH).
+    case devices(count: Int)
+    /// gpsd's answer that it could not do what was asked (such as watching a device it does not have).
+    case gpsdError(String)
+    /// Anything else gpsd sends (VERSION, WATCH, DEVICE, GST, ATT, classes newer than this code...);
+    /// counted, not used.
     case other
 }
 
@@ -17,7 +22,7 @@ extension GPSDReport {
         switch self {
         case .fix(let fix): !fix.hasFix || (fix.time != nil && fix.latitude != nil && fix.longitude != nil)
         case .sky: true
-        case .other: false
+        case .devices, .gpsdError, .other: false
         }
     }
 }

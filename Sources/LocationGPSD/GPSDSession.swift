@@ -8,20 +8,29 @@ import LocationCore
 /// failed open throws and leaves nothing to read from), it is noncopyable (a copy of `gps_data_t` would
 /// share libgps's private buffer and double-free it), and closing consumes it, so nothing can wait on or
 /// read from a closed session. It is not `Sendable`: it lives and dies on the thread that opened it.
+///
+/// Lines are framed by ``GPSDLineReader`` (a fixed buffer; overlong lines are skipped, not fatal), checked
+/// by ``JSONLineValidator`` (only strict JSON objects reach libgps's lenient parser), decoded by libgps's
+/// `gps_unpack`, and the decoded TPV is range-checked by ``GPSDFix/checked(mode:time:latitude:longitude:altitudeMSL:altitudeHAE:eph:epx:epy:epv:speed:eps:track:epd:climb:device:)``.
 struct GPSDSession: ~Copyable {
     /// The outcome of one ``read()``.
     enum ReadResult {
-        /// One complete line was read and decoded.
-        case message(GPSDReport)
-        /// Only part of a line has arrived; wait for the socket before reading again.
+        /// One line was read and decoded; `problem` names a value that was left out of it.
+        case message(GPSDReport, problem: GPSDLineProblem?)
+        /// One line was read and refused; the connection goes on.
+        case skipped(GPSDLineProblem)
+        /// No complete line has arrived; wait for the socket before reading again.
         case partial
-        /// The connection failed or gpsd closed it, or the peer sent something that is not gpsd JSON.
+        /// The connection failed or gpsd closed it.
         case failed(LocationError)
     }
 
+    /// SKY dilutions of precision outside this are left out; 99.99, which receivers send for "unknown",
+    /// is kept as gpsd reports it.
+    static let dilutionRange = 0.0...100.0
+
     private let data: UnsafeMutablePointer<gps_data_t>
-    /// libgps copies each line it reads here, so lines that are not gpsd JSON can be recognised.
-    private let line: UnsafeMutableBufferPointer<CChar>
+    private let reader = GPSDLineReader()
     private let endpoint: String
 
     /// Connects to gpsd; throws `.sourceUnavailable` with libgps's reason when it cannot.
@@ -39,14 +48,11 @@ struct GPSDSession: ~Copyable {
                 .sourceUnavailable, "cannot connect to gpsd at \(host):\(port): \(Self.describe(code))")
         }
         self.data = data
-        line = .allocate(capacity: 512)
-        line.initialize(repeating: 0)
     }
 
     deinit {
         gps_close(data)
         data.deallocate()
-        line.deallocate()
     }
 
     /// Closes the connection now (the same as letting the session go out of scope).
@@ -76,76 +82,121 @@ struct GPSDSession: ~Copyable {
         _ = gps_stream(data, CGPS_WATCH_DISABLE, nil)
     }
 
-    /// Whether libgps already holds unread bytes, or the socket is readable within `microseconds`.
-    func isWaiting(microseconds: Int32 = 0) -> Bool {
-        gps_waiting(data, microseconds)
-    }
+    /// Whether a complete line is already buffered (reading it needs no wait for the socket).
+    var hasBufferedLine: Bool { reader.hasLine }
 
-    /// Reads and decodes exactly one line.
+    /// Reads and decodes one line, reading the socket at most once.
     func read() -> ReadResult {
+        switch reader.next(from: data.pointee.gps_fd) {
+        case .line(let line, let count):
+            return decode(line: line, count: count)
+        case .tooLong(let start):
+            let quoted = start.withUnsafeBufferPointer { Self.quoted($0, limit: start.count - 1) }
+            return .skipped(GPSDLineProblem(
+                kind: .tooLong, detail: "longer than \(GPSDLineReader.capacity) bytes", quotedLine: quoted))
+        case .needMore:
+            return .partial
+        case .closed(let midLine):
+            let reason = midLine ? "closed the connection in the middle of a line" : "closed the connection"
+            return .failed(LocationError(.sourceFailed, "gpsd at \(endpoint) \(reason)"))
+        case .failed(let code) where code == ECONNRESET:
+            return .failed(LocationError(.sourceFailed, "gpsd at \(endpoint) closed the connection abruptly (reset)"))
+        case .failed(let code):
+            return .failed(LocationError(.sourceFailed, "reading from gpsd at \(endpoint) failed: \(Self.describe(code))"))
+        }
+    }
+
+    private func decode(line: UnsafeMutablePointer<UInt8>, count: Int) -> ReadResult {
+        let bytes = UnsafeBufferPointer(start: line, count: count)
+        func problem(_ kind: GPSDLineProblem.Kind, _ detail: String) -> GPSDLineProblem {
+            GPSDLineProblem(kind: kind, detail: detail, quotedLine: Self.quoted(bytes))
+        }
+        let members: JSONLineValidator.Members
+        switch JSONLineValidator.validate(bytes) {
+        case .success(let found): members = found
+        case .failure(let failure): return .skipped(problem(.notJSON, failure.reason))
+        }
+        guard members.className != nil else {
+            return .skipped(problem(.noClass, "no \"class\" member"))
+        }
         data.pointee.set = 0
-        errno = 0
-        let count = cgps_read(data, line.baseAddress, Int32(line.count))
-        if count < 0 {
-            let code = cgps_errno()
-            let reason = code == 0 ? "gpsd closed the connection" : "read failed: \(Self.describe(code))"
-            return .failed(LocationError(.sourceFailed, "gpsd at \(endpoint): \(reason)"))
-        }
-        if count == 0 { return .partial }
-        // gpsd speaks JSON objects only; anything else means the peer is not gpsd (or is broken).
-        let first = line.first { $0 != 0x20 && $0 != 0x09 } ?? 0
-        guard first == CChar(UInt8(ascii: "{")) else {
-            return .failed(LocationError(
-                .sourceFailed, "the peer at \(endpoint) is not speaking gpsd's JSON protocol; it sent \(quotedLine())"))
-        }
-        return .message(decode())
-    }
-
-    /// The start of the last line read, quoted and escaped for an error message.
-    private func quotedLine() -> String {
-        let bytes = line.prefix { $0 != 0 }.prefix(60).map { UInt8(bitPattern: $0) }
-        let text = String(decoding: bytes, as: UTF8.self).unicodeScalars
-            .map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? String($0) : $0.escaped(asASCII: true) }
-            .joined()
-        return "\"\(text)\(bytes.count == 60 ? "…" : "")\""
-    }
-
-    /// Turns what the last read set into a report, reading fields in place (never copying the struct).
-    private func decode() -> GPSDReport {
+        _ = line.withMemoryRebound(to: CChar.self, capacity: count + 1) { gps_unpack($0, data) }
         let set = data.pointee.set
         if set & CGPS_MODE_SET != 0 {
-            let seconds = cgps_fix_time_seconds(data)
-            let nanoseconds = cgps_fix_time_nanoseconds(data)
-            let time = (seconds != 0 || nanoseconds != 0)
-                ? GPSDTime(seconds: seconds, nanoseconds: nanoseconds) : nil
-            let device = String(cString: cgps_device_path(data))
-            return .fix(GPSDFix(
-                mode: Int(data.pointee.fix.mode),
-                time: time,
-                latitude: data.pointee.fix.latitude,
-                longitude: data.pointee.fix.longitude,
-                altitudeMSL: cgps_fix_alt_msl(data),
-                altitudeHAE: cgps_fix_alt_hae(data),
-                eph: data.pointee.fix.eph,
-                epx: data.pointee.fix.epx,
-                epy: data.pointee.fix.epy,
-                epv: data.pointee.fix.epv,
-                speed: data.pointee.fix.speed,
-                eps: data.pointee.fix.eps,
-                track: data.pointee.fix.track,
-                epd: data.pointee.fix.epd,
-                climb: data.pointee.fix.climb,
-                device: device.isEmpty ? nil : device
-            ))
+            // libgps turns an impossible date (month 13) into a real one: check gpsd's own text.
+            var checkedTime: GPSDTime?
+            if let time = members.time {
+                guard let parsed = RFC3339.parse(UnsafeBufferPointer(rebasing: bytes[time])) else {
+                    let text = String(decoding: bytes[time].prefix(40), as: UTF8.self)
+                    return .skipped(problem(.refusedFix, "time \"\(text)\" (not an RFC 3339 date and time)"))
+                }
+                checkedTime = GPSDTime(date: parsed.date)
+            }
+            return decodeTPV(checkedTime: checkedTime, problem: problem)
         }
         if set & CGPS_SATELLITE_SET != 0 {
             let used = Int(data.pointee.satellites_used)
+            var leftOut: String?
+            func dilution(_ value: Double, _ name: String) -> Double? {
+                if value.isNaN { return nil }
+                if value.isFinite, Self.dilutionRange.contains(value) { return value }
+                if leftOut == nil { leftOut = "\(name) \(value.plainText) (outside 0…100)" }
+                return nil
+            }
             let dop = data.pointee.dop
-            return .sky(
-                satellitesUsed: used >= 0 ? used : nil, hdop: Optional(dop.hdop).finiteValue,
-                vdop: Optional(dop.vdop).finiteValue, pdop: Optional(dop.pdop).finiteValue)
+            let report = GPSDReport.sky(
+                satellitesUsed: (0...Int(MAXCHANNELS)).contains(used) ? used : nil,
+                hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop"))
+            return .message(report, problem: leftOut.map { problem(.valueLeftOut, "a SKY with " + $0) })
         }
-        return .other
+        if set & CGPS_ERROR_SET != 0 {
+            return .message(.gpsdError(String(cString: cgps_error_message(data))), problem: nil)
+        }
+        if set & CGPS_DEVICELIST_SET != 0 {
+            return .message(.devices(count: Int(data.pointee.devices.ndevices)), problem: nil)
+        }
+        return .message(.other, problem: nil)
+    }
+
+    /// Turns a decoded TPV into a fix report, reading fields in place (never copying the struct).
+    private func decodeTPV(
+        checkedTime: GPSDTime?, problem: (GPSDLineProblem.Kind, String) -> GPSDLineProblem
+    ) -> ReadResult {
+        let seconds = cgps_fix_time_seconds(data)
+        let nanoseconds = cgps_fix_time_nanoseconds(data)
+        var time = (seconds != 0 || nanoseconds != 0) ? GPSDTime(seconds: seconds, nanoseconds: nanoseconds) : nil
+        // libgps's value keeps full resolution; the checked one stands in when libgps could not read it.
+        if time == nil { time = checkedTime }
+        let device = String(cString: cgps_device_path(data))
+        let fix = data.pointee.fix
+        let checked = GPSDFix.checked(
+            mode: Int(fix.mode), time: time, latitude: fix.latitude, longitude: fix.longitude,
+            altitudeMSL: cgps_fix_alt_msl(data), altitudeHAE: cgps_fix_alt_hae(data),
+            eph: fix.eph, epx: fix.epx, epy: fix.epy, epv: fix.epv, speed: fix.speed, eps: fix.eps,
+            track: fix.track, epd: fix.epd, climb: fix.climb, device: device.isEmpty ? nil : device)
+        switch checked {
+        case .refused(let reason):
+            return .skipped(problem(.refusedFix, reason))
+        case .fix(let fix, let leftOut):
+            return .message(.fix(fix), problem: leftOut.map { problem(.valueLeftOut, "a TPV with " + $0) })
+        }
+    }
+
+    /// The start of a line in single quotes (gpsd's JSON is full of double ones), with anything but
+    /// printable ASCII escaped, for an error message.
+    static func quoted(_ bytes: UnsafeBufferPointer<UInt8>, limit: Int = 60) -> String {
+        var text = "'"
+        // A line ending in CR LF shows without its CR.
+        let count = bytes.last == 0x0D ? bytes.count - 1 : bytes.count
+        for byte in bytes.prefix(min(limit, count)) {
+            switch byte {
+            case UInt8(ascii: "'"): text += "\\'"
+            case UInt8(ascii: "\\"): text += "\\\\"
+            case 0x20..<0x7F: text.unicodeScalars.append(UnicodeScalar(byte))
+            default: text += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return text + (count > limit ? "…'" : "'")
     }
 
     /// libgps's text for one of its (negative) error codes, or the system's for an errno.
@@ -155,5 +206,20 @@ struct GPSDSession: ~Copyable {
         }
         if code > 0 { return "\(String(cString: strerror(code))) (errno \(code))" }
         return "unknown error"
+    }
+}
+
+extension GPSDTime {
+    /// The time of a `Date`, to the nanosecond `Date` can hold.
+    init(date: Date) {
+        let interval = date.timeIntervalSince1970
+        let seconds = interval.rounded(.down)
+        self.init(seconds: Int64(seconds), nanoseconds: Int64(((interval - seconds) * 1e9).rounded()))
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

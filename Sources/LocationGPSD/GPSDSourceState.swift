@@ -13,6 +13,8 @@ final class GPSDSourceState: Sendable {
     let messagesRead = Atomic<Int>(0)
     /// Fixes dropped because the consumer did not keep up (see ``GPSDReportRelay``).
     let fixesDropped = Atomic<Int>(0)
+    /// Lines refused as unusable (not JSON, too long, impossible values), over all connections.
+    let linesSkipped = Atomic<Int>(0)
 
     /// The fix time of the last location delivered by any connection of this source.
     var lastDelivered: GPSDTime? {

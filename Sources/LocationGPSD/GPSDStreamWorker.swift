@@ -89,11 +89,40 @@ final class GPSDStreamWorker: Sendable {
 
     private var isStopping: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
 
+    /// What one connection has shown so far, for its messages.
+    private struct Connection {
+        /// A well-formed gpsd message arrived, so the peer is gpsd.
+        var sawMessage = false
+        /// Receiver data arrived (the outage, if any, is over).
+        var flowing = false
+        /// How many receivers gpsd listed in its last DEVICES message.
+        var deviceCount: Int?
+        /// Lines skipped since the last well-formed message.
+        var skippedSinceMessage = 0
+    }
+
+    /// Reports each kind of unusable line once per connection, and not again on reconnections that
+    /// delivered no receiver data in between (a broken peer that is retried gets one message per kind).
+    private struct ProblemLimiter {
+        private var reported: Set<GPSDLineProblem.Kind> = []
+        var previousConnectionFlowed = false
+
+        mutating func newConnection() {
+            if previousConnectionFlowed { reported.removeAll() }
+            previousConnectionFlowed = false
+        }
+
+        mutating func shouldReport(_ kind: GPSDLineProblem.Kind) -> Bool {
+            reported.insert(kind).inserted
+        }
+    }
+
     /// The thread's body; returns the error that ends a non-reconnecting worker.
     private func run(_ sink: @escaping @Sendable (LocationSourceEvent) -> Void) -> LocationError? {
         var merger = EpochMerger(fallbackSource: configuration.devicePath, lastDelivered: state.lastDelivered)
         var backoff = ReconnectBackoff(
             initial: configuration.reconnectDelay, maximum: configuration.maximumReconnectDelay)
+        var limiter = ProblemLimiter()
         let emit: (inout EpochMerger, [LocationSourceEvent]) -> Void = { merger, events in
             guard !events.isEmpty else { return }
             for event in events {
@@ -112,7 +141,8 @@ final class GPSDStreamWorker: Sendable {
             do throws(LocationError) {
                 let session = try GPSDSession(host: configuration.host, port: configuration.port)
                 try session.watch(devicePath: configuration.devicePath)
-                switch pump(session, &merger, &backoff, emit) {
+                limiter.newConnection()
+                switch pump(session, &merger, &backoff, &limiter, sink, emit) {
                 case .stopped:
                     // An epoch still being merged is dropped, not delivered half-complete.
                     session.unwatch()
@@ -127,7 +157,10 @@ final class GPSDStreamWorker: Sendable {
             if !reconnects { return failure }
             if state.beginOutage() {
                 sink(.status(.unavailable))
-                sink(.error(failure))
+                // The message says that a failed connection is being retried; an unavailable gpsd's message
+                // stays as it is, since a watch that never reached gpsd ends with it.
+                let next = failure.code == .sourceFailed ? "; reconnecting" : ""
+                sink(.error(LocationError(failure.code, failure.message + next)))
             }
             if case .stopRequested = wait(for: nil, timeout: backoff.nextDelay()) { break }
         }
@@ -139,35 +172,35 @@ final class GPSDStreamWorker: Sendable {
         _ session: borrowing GPSDSession,
         _ merger: inout EpochMerger,
         _ backoff: inout ReconnectBackoff,
+        _ limiter: inout ProblemLimiter,
+        _ sink: @Sendable (LocationSourceEvent) -> Void,
         _ emit: (inout EpochMerger, [LocationSourceEvent]) -> Void
     ) -> PumpOutcome {
         let clock = ContinuousClock()
+        let endpoint = configuration.endpoint
         var lastMessage = clock.now
         var mustPollSocket = false
-        var flowing = false
+        var connection = Connection()
         while !isStopping {
-            // After a partial line libgps still holds bytes and gps_waiting would say yes at once:
-            // wait for the socket instead of spinning.
-            if mustPollSocket || !session.isWaiting() {
+            // Checked on every pass, not only when a wait times out: a peer that floods junk or one endless
+            // line keeps the socket readable but sends no message.
+            let now = clock.now
+            if merger.hasPending, now >= lastMessage + configuration.epochSettle {
+                emit(&merger, merger.flush())
+            }
+            if now >= lastMessage + configuration.watchdogTimeout {
+                return .failed(silence(connection))
+            }
+            if mustPollSocket || !session.hasBufferedLine {
                 var deadline = lastMessage + configuration.watchdogTimeout
                 if merger.hasPending { deadline = min(deadline, lastMessage + configuration.epochSettle) }
-                switch wait(for: session.fileDescriptor, timeout: clock.now.duration(to: deadline)) {
+                switch wait(for: session.fileDescriptor, timeout: now.duration(to: deadline)) {
                 case .stopRequested:
                     return .stopped
                 case .failed(let code):
                     return .failed(LocationError(
-                        .sourceFailed, "waiting for gpsd at \(configuration.endpoint) failed: "
-                            + String(cString: strerror(code))))
+                        .sourceFailed, "waiting for gpsd at \(endpoint) failed: " + String(cString: strerror(code))))
                 case .timedOut:
-                    let now = clock.now
-                    if merger.hasPending, now >= lastMessage + configuration.epochSettle {
-                        emit(&merger, merger.flush())
-                    }
-                    if now >= lastMessage + configuration.watchdogTimeout {
-                        return .failed(LocationError(
-                            .sourceFailed, "gpsd at \(configuration.endpoint) sent nothing for "
-                                + "\(configuration.watchdogTimeout.seconds) s (stalled gpsd or receiver); reconnecting"))
-                    }
                     continue
                 case .readable:
                     break
@@ -175,16 +208,42 @@ final class GPSDStreamWorker: Sendable {
             }
             mustPollSocket = false
             switch session.read() {
-            case .message(let report):
+            case .message(let report, let problem):
                 state.messagesRead.add(1, ordering: .relaxed)
                 lastMessage = clock.now
+                connection.sawMessage = true
+                connection.skippedSinceMessage = 0
+                switch report {
+                case .gpsdError(let message):
+                    return .failed(LocationError(.sourceUnavailable, "gpsd at \(endpoint) refused to stream: \(message)"))
+                case .devices(let count):
+                    connection.deviceCount = count
+                default:
+                    break
+                }
+                if let problem, limiter.shouldReport(problem.kind) {
+                    sink(.error(LocationError(.invalidData, problem.message(endpoint: endpoint))))
+                }
                 // Handshake messages alone do not end an outage: only receiver data does.
-                if !flowing, report.isReceiverData {
-                    flowing = true
+                if !connection.flowing, report.isReceiverData {
+                    connection.flowing = true
+                    limiter.previousConnectionFlowed = true
                     backoff.reset()
                     state.endOutage()
                 }
                 emit(&merger, merger.accept(report))
+            case .skipped(let problem):
+                if problem.isNotGPSD, !connection.sawMessage {
+                    // Something else listens there: as good as no gpsd at all.
+                    return .failed(LocationError(
+                        .sourceUnavailable,
+                        "the peer at \(endpoint) is not speaking gpsd's JSON protocol; it sent \(problem.quotedLine)"))
+                }
+                state.linesSkipped.add(1, ordering: .relaxed)
+                connection.skippedSinceMessage += 1
+                if limiter.shouldReport(problem.kind) {
+                    sink(.error(LocationError(.invalidData, problem.message(endpoint: endpoint))))
+                }
             case .partial:
                 mustPollSocket = true
             case .failed(let error):
@@ -193,6 +252,26 @@ final class GPSDStreamWorker: Sendable {
             }
         }
         return .stopped
+    }
+
+    /// The watchdog's error: what the connection sent before it fell silent. A gpsd without any receiver
+    /// is unavailable rather than failed: there is nothing to reconnect to until one is attached.
+    private func silence(_ connection: Connection) -> LocationError {
+        let endpoint = configuration.endpoint
+        let seconds = configuration.watchdogTimeout.seconds.plainText
+        let message: String
+        if connection.skippedSinceMessage > 0 {
+            message = "gpsd at \(endpoint) sent only unusable lines (\(connection.skippedSinceMessage)) for \(seconds) s"
+        } else if connection.flowing {
+            message = "gpsd at \(endpoint) sent nothing for \(seconds) s (stalled gpsd or receiver)"
+        } else if connection.deviceCount == 0 {
+            return LocationError(.sourceUnavailable, "gpsd at \(endpoint) has no receiver (its device list is empty)")
+        } else if !connection.sawMessage {
+            message = "gpsd at \(endpoint) accepted the connection but sent nothing for \(seconds) s (gpsd stalled, or not gpsd)"
+        } else {
+            message = "gpsd at \(endpoint) sent no data from a receiver for \(seconds) s"
+        }
+        return LocationError(.sourceFailed, message)
     }
 
     /// Waits until `socket` is readable, the timeout passes, or ``stop()`` is called.

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import LocationCore
+import LocationGPSD
 import SystemPackage
 
 /// Everything `locationd` and `locationctl` can be configured with, from defaults, a YAML file,
@@ -16,6 +17,14 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var gpsdPort = 2947
     /// Watch only this device. Key `gpsd.device`, default all devices.
     public var gpsdDevice: String?
+    /// Seconds before the first reconnection after gpsd went away; the delay doubles on each failed
+    /// attempt. Key `gpsd.reconnectDelay`, default 0.25.
+    public var gpsdReconnectDelay = 0.25
+    /// The longest delay between reconnection attempts, seconds. Key `gpsd.maxReconnectDelay`, default 5.
+    public var gpsdMaxReconnectDelay = 5.0
+    /// Seconds without any message from gpsd before the connection counts as stalled and is reopened.
+    /// Key `gpsd.watchdog`, default 5.
+    public var gpsdWatchdog = 5.0
     /// The control socket. Key `socket`, default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     /// `/run/locationd/control.sock`.
     public var socketPath: String = ServiceConfiguration.defaultSocketPath()
@@ -108,6 +117,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
         if let value = text("gpsd.host") { result.gpsdHost = value }
         if let value = number("gpsd.port") { result.gpsdPort = Int(exactly: value) ?? -1 }
         if let value = text("gpsd.device") { result.gpsdDevice = value }
+        if let value = number("gpsd.reconnectDelay") { result.gpsdReconnectDelay = value }
+        if let value = number("gpsd.maxReconnectDelay") { result.gpsdMaxReconnectDelay = value }
+        if let value = number("gpsd.watchdog") { result.gpsdWatchdog = value }
         if let value = text("socket") { result.socketPath = value }
         if let value = text("journal") { result.journalPath = value }
         if let value = number("distanceFilter") { result.distanceFilter = value }
@@ -135,6 +147,12 @@ public struct ServiceConfiguration: Sendable, Hashable {
         }
         if gpsdHost.isEmpty { throw bad("gpsd host is empty") }
         if !(1...65_535).contains(gpsdPort) { throw bad("gpsd port must be a whole number in 1...65535, got \(gpsdPort)") }
+        try positive(gpsdReconnectDelay, "gpsd reconnect delay")
+        try positive(gpsdMaxReconnectDelay, "gpsd maximum reconnect delay")
+        if gpsdMaxReconnectDelay < gpsdReconnectDelay {
+            throw bad("gpsd maximum reconnect delay \(gpsdMaxReconnectDelay) s is below the reconnect delay \(gpsdReconnectDelay) s")
+        }
+        try positive(gpsdWatchdog, "gpsd watchdog")
         try positive(reducedInterval, "reduced interval")
         try positive(reducedAccuracy, "reduced accuracy")
         try positive(reducedAcquisitionTimeout, "reduced acquisition timeout")
@@ -146,6 +164,14 @@ public struct ServiceConfiguration: Sendable, Hashable {
         try positive(controlStallTimeout, "control stall timeout")
         if batchCapacity < 1 { throw bad("batch capacity must be a whole number of at least 1, got \(batchCapacity)") }
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
+    }
+
+    /// The gpsd source configuration these values describe.
+    public var gpsdConfiguration: GPSDConfiguration {
+        GPSDConfiguration(
+            host: gpsdHost, port: gpsdPort, devicePath: gpsdDevice,
+            reconnectDelay: .seconds(gpsdReconnectDelay), maximumReconnectDelay: .seconds(gpsdMaxReconnectDelay),
+            watchdogTimeout: .seconds(gpsdWatchdog))
     }
 
     /// The manager configuration these values describe.

@@ -63,6 +63,12 @@ struct Current: AsyncParsableCommand {
         let endpoint: GPSDEndpoint
         do { endpoint = try GPSDEndpoint(parsing: gpsd ?? "localhost:2947") } catch { throw CommandFailure.usage(error.message) }
         let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: endpoint.host, port: endpoint.port))
-        return try await source.currentLocation(desiredAccuracy: accuracy, timeout: .seconds(timeout))
+        do {
+            return try await source.currentLocation(desiredAccuracy: accuracy, timeout: .seconds(timeout))
+        } catch {
+            // gpsd went away, stalled, or is not gpsd: unavailable (69), not bad input.
+            let failure = error.code == .sourceFailed ? CommandFailure.unavailable(error.message) : CommandFailure.from(error)
+            throw failure
+        }
     }
 }

@@ -70,8 +70,7 @@ struct Watch: AsyncParsableCommand {
     private func watchGPSD(writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence) async throws -> CommandFailure? {
         var settings = try await policyOptions.resolve()
         try gpsdOptions.apply(to: &settings)
-        let source = try GPSDLocationSource(
-            configuration: GPSDConfiguration(host: settings.gpsdHost, port: settings.gpsdPort, devicePath: settings.gpsdDevice))
+        let source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
         let application = Application(configuration: settings.applicationConfiguration)
         let recorder = ServiceEventRecorder(application: application) { event in
             limits.handle(event) { writer.write($0) }

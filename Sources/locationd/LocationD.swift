@@ -70,8 +70,11 @@ struct LocationD: AsyncParsableCommand {
                 }
             } else {
                 do throws(LocationError) {
-                    source = try GPSDLocationSource(configuration: GPSDConfiguration(
-                        host: settings.gpsdHost, port: settings.gpsdPort, devicePath: settings.gpsdDevice))
+                    // gpsd's outages and bad data go to the log as well as to watchers: one line each.
+                    let gpsd = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
+                    source = ObservedLocationSource(gpsd) { [logger] event in
+                        if case .error(let error) = event { logger.warning("\(error.description)") }
+                    }
                 } catch { throw CommandFailure.usage(error.message) }
             }
             let daemon = try LocationDaemon(

@@ -1,12 +1,28 @@
 import Foundation
+import LocationCore
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A loopback TCP server that plays a script of bytes to every client: a stand-in for a broken gpsd.
+/// A loopback TCP server that plays a script to every client: a stand-in for a broken gpsd.
 final class FakeGPSDServer: Sendable {
+    /// One part of a script.
+    enum Step: Sendable {
+        /// These bytes, as they are.
+        case bytes([UInt8])
+        /// This text, as UTF-8.
+        case text(String)
+        /// `count` copies of one byte, written in 64 KiB pieces (a huge line without holding it in memory).
+        case filler(UInt8, count: Int)
+        /// `count` lines made by `line(index)` (newline added), paced at `perSecond`; made as they are
+        /// sent, so the server holds no more than a few of them.
+        case flood(count: Int, perSecond: Int, line: @Sendable (Int) -> String)
+        /// Nothing for this long.
+        case pause(Duration)
+    }
+
     /// What the server does after sending its script to one client.
     enum Ending: Sendable {
         /// Close the connection at once.
@@ -21,9 +37,16 @@ final class FakeGPSDServer: Sendable {
     private let finished = Mutex<Bool>(false)
     /// How many clients connected.
     let connections = Atomic<Int>(0)
+    /// How long the last flood took to send, in nanoseconds (0 until one has been sent).
+    let floodNanoseconds = Atomic<Int>(0)
 
     /// Starts listening on a free loopback port and serving `script` to each client.
-    init(script: [UInt8], ending: Ending) throws {
+    convenience init(script: [UInt8], ending: Ending) throws {
+        try self.init(steps: [.bytes(script)], ending: ending)
+    }
+
+    /// Starts listening on a free loopback port and playing `steps` to each client.
+    init(steps: [Step], ending: Ending) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw TestFailure("socket() failed") }
         var yes: Int32 = 1
@@ -44,7 +67,7 @@ final class FakeGPSDServer: Sendable {
         }
         self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
-        let thread = Thread { [self] in self.serve(script, ending) }
+        let thread = Thread { [self] in self.serve(steps, ending) }
         thread.start()
     }
 
@@ -57,7 +80,7 @@ final class FakeGPSDServer: Sendable {
         while clock.now < deadline, !finished.withLock({ $0 }) { usleep(5_000) }
     }
 
-    private func serve(_ script: [UInt8], _ ending: Ending) {
+    private func serve(_ steps: [Step], _ ending: Ending) {
         var clients: [Int32] = []
         defer {
             clients.forEach { close($0) }
@@ -72,16 +95,12 @@ final class FakeGPSDServer: Sendable {
                 let client = accept(listener, nil, nil)
                 if client >= 0 {
                     connections.add(1, ordering: .relaxed)
-                    script.withUnsafeBytes { bytes in
-                        var offset = 0
-                        while offset < bytes.count {
-                            let sent = send(client, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                            if sent <= 0 { break }
-                            offset += sent
-                        }
-                    }
+                    // A send blocked on a client that stopped reading wakes up to notice stop().
+                    var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+                    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    play(steps, to: client)
                     switch ending {
-                    case .close: close(client)
+                    case .close: closeGracefully(client)
                     case .stayOpen: clients.append(client)
                     }
                 }
@@ -95,6 +114,81 @@ final class FakeGPSDServer: Sendable {
                     break
                 }
             }
+        }
+    }
+
+    private var isRunning: Bool { running.load(ordering: .sequentiallyConsistent) }
+
+    /// Plays the steps to one client; gives up when the client goes away or the server stops.
+    private func play(_ steps: [Step], to client: Int32) {
+        let clock = ContinuousClock()
+        for step in steps {
+            guard isRunning else { return }
+            switch step {
+            case .bytes(let bytes):
+                guard send(bytes, to: client) else { return }
+            case .text(let text):
+                guard send(Array(text.utf8), to: client) else { return }
+            case .filler(let byte, let count):
+                let piece = [UInt8](repeating: byte, count: 65_536)
+                var left = count
+                while left > 0 {
+                    guard isRunning, send(Array(piece.prefix(left)), to: client) else { return }
+                    left -= min(left, piece.count)
+                }
+            case .flood(let count, let perSecond, let line):
+                // Sent in batches every 10 ms: steady enough, and sleeps long enough to be kept.
+                let perBatch = max(1, perSecond / 100)
+                let start = clock.now
+                var index = 0
+                while index < count {
+                    guard isRunning else { return }
+                    var batch: [UInt8] = []
+                    for _ in 0..<min(perBatch, count - index) {
+                        batch += Array(line(index).utf8)
+                        batch.append(0x0A)
+                        index += 1
+                    }
+                    guard send(batch, to: client) else { return }
+                    let due = start + .seconds(Double(index) / Double(perSecond))
+                    if due > clock.now { Thread.sleep(forTimeInterval: clock.now.duration(to: due).seconds) }
+                }
+                let took = start.duration(to: clock.now)
+                floodNanoseconds.store(
+                    Int(took.components.seconds) * 1_000_000_000 + Int(took.components.attoseconds / 1_000_000_000),
+                    ordering: .sequentiallyConsistent)
+            case .pause(let duration):
+                let end = clock.now + duration
+                while isRunning, clock.now < end { usleep(10_000) }
+            }
+        }
+    }
+
+    /// Closes with a FIN, never a reset: reads what the client sent (its WATCH) until it closes too, for
+    /// at most half a second; closing with unread data would reset the connection instead.
+    private func closeGracefully(_ client: Int32) {
+        shutdown(client, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var fds = [pollfd(fd: client, events: Int16(POLLIN), revents: 0)]
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(500)
+        while isRunning, clock.now < deadline, poll(&fds, 1, 50) >= 0 {
+            if fds[0].revents != 0, recv(client, &buffer, buffer.count, 0) <= 0 { break }
+        }
+        close(client)
+    }
+
+    /// Sends all of `bytes`; false when the client is gone.
+    private func send(_ bytes: [UInt8], to client: Int32) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let sent = Glibc.send(client, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent < 0, errno == EINTR || ((errno == EAGAIN || errno == EWOULDBLOCK) && isRunning) { continue }
+                if sent <= 0 { return false }
+                offset += sent
+            }
+            return true
         }
     }
 }

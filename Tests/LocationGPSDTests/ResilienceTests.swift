@@ -61,36 +61,67 @@ struct ResilienceTests {
         print("gpsd restart: first fix \(recoveryTime) after gpsd accepted again (includes gpsfake start-up)")
     }
 
+    /// gpsd frozen with SIGSTOP: its socket stays open and silent, so only the watchdog can notice. It
+    /// must report the outage once, within its timeout of the freeze, and fixes must flow again, in
+    /// order, within the reconnection cap + 1 s of SIGCONT.
     @Test(.timeLimit(.minutes(1)))
     func watchdogFiresWhenGPSDIsStopped() async throws {
-        let fake = try GPSFake(log: TestData.log("ublox-neo-m9n-nmea.log")!)
+        // A steady 10 Hz receiver (two sentences per epoch, one every 50 ms): gpsd reports every 100 ms,
+        // so the freeze's start is known to 0.1 s, and resumption does not wait for a slow epoch.
+        let feed = try SyntheticFeed.write(epochs: 1_000, rateHz: 10)
+        defer { try? FileManager.default.removeItem(at: feed) }
+        let fake = try GPSFake(log: feed, cycle: 0.05)
         defer { fake.stop() }
         try await fake.waitUntilAccepting()
-        let source = try GPSDLocationSource(configuration: Self.configuration(port: fake.port, watchdog: .seconds(1)))
+        let configuration = Self.configuration(port: fake.port, watchdog: .seconds(1))
+        let source = try GPSDLocationSource(configuration: configuration)
         let recorder = EventRecorder()
         recorder.start(source)
         defer { Task { await recorder.stop() } }
 
-        let streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 2 }
+        let streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 5 }
         try #require(streaming, "fixes flow before gpsd is stopped")
         // Start-up pauses of gpsfake may already have tripped the 1 s watchdog; count from here.
         let earlier = recorder.errors.count
+        let clock = ContinuousClock()
+        let stopped = clock.now
         #expect(fake.signalDaemon(SIGSTOP), "gpsd was found and stopped")
         let fired = await recorder.wait(timeout: .seconds(10)) { $0.errors.count > earlier }
+        let noticed = stopped.duration(to: clock.now)
         #expect(fired, "the watchdog notices a silent gpsd")
-        // While gpsd stays stopped, reconnections time out again and again, but the outage is one.
+        // The last report came at most 100 ms before the freeze; the recorder looks every 25 ms; the
+        // rest is slack for a loaded machine.
+        #expect(noticed >= configuration.watchdogTimeout - .milliseconds(250), "not before its timeout: \(noticed)")
+        #expect(noticed <= configuration.watchdogTimeout + .seconds(1), "within its timeout: \(noticed)")
+        // While gpsd stays stopped, reconnections (accepted by the kernel, unanswered) time out again and
+        // again, but the outage is one.
         try await Task.sleep(for: .seconds(2.5))
         let errors = recorder.errors.dropFirst(earlier)
         #expect(errors.count == 1, "one error per outage, got \(errors)")
         #expect(errors.first?.code == .sourceFailed)
-        #expect(errors.first?.message.contains("sent nothing") == true, "\(errors)")
+        #expect(
+            errors.first?.message == "gpsd at 127.0.0.1:\(fake.port) sent nothing for 1 s (stalled gpsd or receiver); reconnecting",
+            "\(errors)")
+        #expect(recorder.statuses.last == .unavailable)
 
         let deliveredBefore = recorder.locations.count
-        fake.signalDaemon(SIGCONT)
+        let continued = clock.now
+        #expect(fake.signalDaemon(SIGCONT))
         let resumed = await recorder.wait(timeout: .seconds(20)) { $0.locations.count > deliveredBefore }
-        await recorder.stop()
+        let resumedAfter = continued.duration(to: clock.now)
         #expect(resumed, "fixes flow again once gpsd continues")
+        #expect(
+            resumedAfter <= configuration.maximumReconnectDelay + .seconds(1),
+            "first fix \(resumedAfter) after SIGCONT")
+        // A few more, to see the stream is steady again and nothing more is reported.
+        await recorder.wait(timeout: .seconds(10)) { $0.locations.count >= deliveredBefore + 5 }
+        await recorder.stop()
+        #expect(recorder.locations.count >= deliveredBefore + 5)
         #expect(recorder.errors.count == earlier + 1)
+        #expect(recorder.statuses.last == .hasFix, "recovery is announced")
+        let times = recorder.locations.map(\.timestamp)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "no fix is delivered twice or out of order")
+        print("gpsd frozen: watchdog reported it after \(noticed); first fix \(resumedAfter) after SIGCONT")
     }
 
     @Test(.timeLimit(.minutes(1)))

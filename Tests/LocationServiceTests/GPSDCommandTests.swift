@@ -141,6 +141,33 @@ struct GPSDCommandTests {
         #expect(result.stderr.contains("no fix"))
     }
 
+    @Test("something else on the port, or a device gpsd does not have: exit 69 with one line saying so")
+    func notGPSDAndNoSuchDevice() throws {
+        // The receiver's own NMEA port: a likely mistake for gpsd's.
+        let feed = try NMEAFeedServer()
+        defer { feed.stop() }
+        let directory = TemporaryDirectory()
+        let notGPSD = "locationctl: the peer at 127.0.0.1:\(feed.port) is not speaking gpsd's JSON protocol; it sent '$GPGGA,"
+        for command in [["watch"], ["current", "--timeout", "10"]] {
+            let result = try Tool.run(
+                "locationctl", command + ["--gpsd", "127.0.0.1:\(feed.port)"], timeout: 60, in: directory)
+            #expect(result.status == 69, "\(command): \(result.stderr)")
+            #expect(result.stderr.hasPrefix(notGPSD), "\(command): \(result.stderr)")
+            #expect(result.stderr.filter { $0 == "\n" }.count == 1, "\(command): one line")
+        }
+        guard GPSDProcess.executable != nil else {
+            print("SKIPPED: gpsd is not installed; the --device check did not run")
+            return
+        }
+        let gpsd = try GPSDProcess(feedPort: feed.port)
+        defer { gpsd.stop() }
+        try gpsd.start()
+        let result = try Tool.run(
+            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--device", "/dev/ttyNONE"], timeout: 60, in: directory)
+        #expect(result.status == 69)
+        #expect(result.stderr == "locationctl: gpsd at 127.0.0.1:\(gpsd.port) refused to stream: No such device as /dev/ttyNONE\n")
+    }
+
     @Test("nothing listening: current and watch exit 69 naming the address")
     func unreachable() throws {
         let directory = TemporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationGPSD
 import LocationService
 import LocationTesting
 import Testing
@@ -35,6 +36,25 @@ struct ServiceLayerTests {
         #expect(loaded.backgroundLocation == false)
         #expect(loaded.journalPath == "/tmp/j")
         #expect(loaded.controlStallTimeout == 2.5)
+    }
+
+    @Test("gpsd reconnection and watchdog timing come from the file, LOCATIOND_* variables, and are checked")
+    func gpsdTiming() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("g.yaml")
+        try "gpsd:\n  reconnectDelay: 0.1\n  maxReconnectDelay: 2\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let loaded = try await ServiceConfiguration.load(path: path, environment: ["LOCATIOND_GPSD_WATCHDOG": "3"])
+        #expect(loaded.gpsdConfiguration.reconnectDelay == .milliseconds(100))
+        #expect(loaded.gpsdConfiguration.maximumReconnectDelay == .seconds(2))
+        #expect(loaded.gpsdConfiguration.watchdogTimeout == .seconds(3))
+        var settings = loaded
+        settings.gpsdMaxReconnectDelay = 0.05
+        #expect { try settings.validate() } throws: { error in
+            (error as? LocationError)?.message == "gpsd maximum reconnect delay 0.05 s is below the reconnect delay 0.1 s"
+        }
+        settings = loaded
+        settings.gpsdWatchdog = 0
+        #expect(throws: LocationError.self) { try settings.validate() }
     }
 
     @Test("bad configuration gets one clear error naming the file and key")
