@@ -103,8 +103,11 @@ struct SlowConsumerTests {
         // epoch count.
         let events = recorder.events
         let lastFix = events.lastIndex { if case .location = $0 { true } else { false } } ?? events.endIndex
-        let failures = events[..<lastFix].compactMap { if case .error(let error) = $0 { error } else { nil } }
-            .filter { $0.code == .sourceFailed || $0.code == .sourceUnavailable || $0.code == .consumerOverrun }
+        let outageCodes: Set<LocationError.Code> = [.sourceFailed, .sourceUnavailable, .consumerOverrun]
+        let errors: [LocationError] = events[..<lastFix].compactMap { event in
+            if case .error(let error) = event { error } else { nil }
+        }
+        let failures = errors.filter { outageCodes.contains($0.code) }
         #expect(failures.isEmpty, "gpsd kept us: no outage while the consumer was blocked, got \(failures)")
         print("slow consumer: \(delivered.count) epochs delivered, \(source.messagesRead) messages read")
     }
