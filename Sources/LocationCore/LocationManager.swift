@@ -317,9 +317,12 @@ public final class LocationManager: Sendable {
 
     // MARK: - Source events
 
-    private func handle(_ event: LocationSourceEvent) {
+    /// Handles one event of the source run `generation`; events of a run already stopped are stale and
+    /// dropped (checked under the same lock as the handling, so one lock per fix).
+    private func handle(_ event: LocationSourceEvent, generation: Int) {
         var resolved: [(CheckedContinuation<Location, any Error>, Location)] = []
         state.withLock { state in
+            guard state.sourceGeneration == generation else { return }
             switch event {
             case .location(let fix):
                 guard fix.hasValidCoordinate else {
@@ -463,12 +466,6 @@ public final class LocationManager: Sendable {
                 self?.sourceEnded(generation: generation, error: error)
             }
         }
-    }
-
-    private func handle(_ event: LocationSourceEvent, generation: Int) {
-        // Events from a source run that was already stopped are stale.
-        guard state.withLock({ $0.sourceGeneration == generation }) else { return }
-        handle(event)
     }
 
     private func sourceEnded(generation: Int, error: (any Error)?) {

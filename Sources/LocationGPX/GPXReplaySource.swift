@@ -258,10 +258,10 @@ private final class ReplayRun {
 
     /// As fast as possible, still let other tasks run and notice cancellation now and then.
     private func pause() async throws {
-        // Every 256 steps: often enough to stop and to share the thread promptly, rarely enough to cost
-        // nothing per fix.
+        // Every 2,048 steps (a few milliseconds): often enough to stop and to share the thread promptly,
+        // rarely enough to cost nothing per fix.
         stepsSinceYield += 1
-        if stepsSinceYield >= 256 {
+        if stepsSinceYield >= 2_048 {
             stepsSinceYield = 0
             await Task.yield()
             try Task.checkCancellation()

@@ -42,7 +42,7 @@ final class PrefetchingGPXReader {
     private var ended: Item?
 
     /// Opens the file (so an unreadable file fails here, as with ``GPXReader``) and starts reading ahead.
-    init(contentsOf path: String, chunkSize: Int = 256, chunkCount: Int = 4) throws(GPXError) {
+    init(contentsOf path: String, chunkSize: Int = 512, chunkCount: Int = 3) throws(GPXError) {
         let handover = Handover(reader: try GPXReader(contentsOf: path))
         let channel = Channel(chunkCount: max(1, chunkCount))
         self.channel = channel
