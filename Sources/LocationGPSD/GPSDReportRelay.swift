@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import LocationCore
-import Synchronization
 
 /// Carries the reader thread's reports to the consumer on a thread of its own, so a consumer that blocks
 /// (a slow delegate, a stdout nobody reads) never stops the reader from draining gpsd's socket: gpsd drops
@@ -18,7 +17,7 @@ final class GPSDReportRelay: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wake = DispatchSemaphore(value: 0)
     private let capacity: Int
     private let endpoint: String

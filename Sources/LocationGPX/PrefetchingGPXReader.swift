@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LocationCore
 import Synchronization
 
 /// Reads a GPX file's points on a thread of its own, a few hundred points ahead of the consumer, so that
@@ -18,7 +19,7 @@ final class PrefetchingGPXReader {
 
     /// What the reading thread and the consumer share.
     private final class Channel: Sendable {
-        let items = Mutex<[Item]>([])
+        let items = Locked<[Item]>([])
         let filled = DispatchSemaphore(value: 0)
         let space: DispatchSemaphore
         let isCancelled = Atomic<Bool>(false)
