@@ -19,6 +19,8 @@ final class GPXParser {
     private(set) var error: GPXError?
     /// `error != nil`, cheap to test in the callbacks (testing the optional struct copies it).
     private var failed = false
+    /// An error was recorded where the parser could not be stopped at once (see ``fail(_:line:column:_:stopsParser:)``).
+    private var stopPending = false
     private(set) var finished = false
 
     private var context: xmlParserCtxtPtr?
@@ -132,6 +134,10 @@ final class GPXParser {
 
     private func parse(_ chunk: UnsafeRawBufferPointer, terminate: Bool) {
         guard let context else { return }
+        routingGlobalErrors { parse(context, chunk, terminate: terminate) }
+    }
+
+    private func parse(_ context: xmlParserCtxtPtr, _ chunk: UnsafeRawBufferPointer, terminate: Bool) {
         var offset = 0
         repeat {
             // xmlParseChunk takes an Int32 size; feed large buffers in pieces.
@@ -145,7 +151,8 @@ final class GPXParser {
     }
 
     private func createContext() -> Bool {
-        context = head.withUnsafeBytes { makeContext($0) }
+        context = routingGlobalErrors { head.withUnsafeBytes { makeContext($0) } }
+        if failed { return false }
         if context == nil { fail(.io, line: nil, column: nil, "libxml2 could not create a parser") }
         return context != nil
     }
@@ -220,15 +227,58 @@ final class GPXParser {
     private var line: Int { context.map { Int(xmlSAX2GetLineNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
     private var column: Int { context.map { Int(xmlSAX2GetColumnNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
 
-    private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String) {
+    /// Records the first error and stops the parser. Inside a libxml2 error report (`stopsParser: false`)
+    /// stopping is not safe, since it frees buffers the reporting code still uses: the next SAX callback
+    /// stops it instead, and until then libxml2 itself has disabled the callbacks or they return at once.
+    private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String, stopsParser: Bool = true) {
         guard !failed else { return }
         failed = true
         error = GPXError(code, file: fileName, line: line, column: column, message)
-        if let context { xmlStopParser(context) }
+        if stopsParser, let context {
+            xmlStopParser(context)
+        } else {
+            stopPending = true
+        }
+    }
+
+    /// Stops the parser after an error recorded inside a libxml2 error report; called from SAX callbacks.
+    private func stopIfPending() {
+        guard stopPending, let context else { return }
+        stopPending = false
+        xmlStopParser(context)
     }
 
     private func fail(_ code: GPXError.Code, _ message: String) {
         fail(code, line: line, column: column, message)
+    }
+
+    /// Runs `body` with libxml2's errors that have no parser context (bytes the declared encoding cannot
+    /// decode, failed conversions) coming to ``globalError(_:)``. libxml2 sends those to a per-thread
+    /// handler that prints them on standard error by default; the thread's handler is restored afterwards,
+    /// so other users of libxml2 in the process are not affected.
+    private func routingGlobalErrors<Result>(_ body: () -> Result) -> Result {
+        let savedHandler = __xmlStructuredError().pointee
+        let savedContext = __xmlStructuredErrorContext().pointee
+        xmlSetStructuredErrorFunc(Unmanaged.passUnretained(self).toOpaque()) { user, error in
+            guard let user, let error else { return }
+            GPXParser.from(user).globalError(error.pointee)
+        }
+        defer { xmlSetStructuredErrorFunc(savedContext, savedHandler) }
+        return body()
+    }
+
+    /// An encoding or I/O error from inside libxml2. libxml2 may carry on after one (with input it could
+    /// not decode) or stop without another word, depending on where the input was cut into chunks; either
+    /// way the document cannot be read as written, so it is an error here, at the place parsing had
+    /// reached (the undecodable bytes are at or after it: libxml2 decodes ahead of parsing).
+    private func globalError(_ raised: xmlError) {
+        guard raised.level == XML_ERR_ERROR || raised.level == XML_ERR_FATAL, !failed else { return }
+        var message = raised.message.map { String(cString: $0) } ?? "libxml2 error \(raised.code)"
+        while let last = message.last, last.isWhitespace { message.removeLast() }
+        let encoding = context?.pointee.encoding.map { " as \(String(cString: $0))" } ?? ""
+        fail(
+            .malformedXML, line: context == nil ? nil : line, column: context == nil ? nil : column,
+            "the file cannot be decoded\(encoding) at or after this point: \(message)", stopsParser: false)
     }
 
     private func libxmlError(_ raised: xmlError) {
@@ -254,7 +304,7 @@ final class GPXParser {
             code = .malformedXML
             message = "malformed XML: \(message)"
         }
-        fail(code, line: line, column: column, message)
+        fail(code, line: line, column: column, message, stopsParser: false)
     }
 
     // MARK: - Callbacks
@@ -263,7 +313,7 @@ final class GPXParser {
         _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?, _ uri: UnsafePointer<xmlChar>?,
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
-        guard !failed, let localname, charge(1) else { return }
+        guard !failed, let localname, charge(1) else { return stopIfPending() }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
@@ -401,7 +451,7 @@ final class GPXParser {
     }
 
     private func endElement() {
-        guard !failed, !stack.isEmpty else { return }
+        guard !failed, !stack.isEmpty else { return stopIfPending() }
         let depth = stack.count
         if field != .none, depth == fieldDepth {
             store(field)
@@ -424,7 +474,7 @@ final class GPXParser {
     }
 
     private func characters(_ bytes: UnsafePointer<xmlChar>?, _ count: Int) {
-        guard !failed, charge(count) else { return }
+        guard !failed, charge(count) else { return stopIfPending() }
         guard field != .none, stack.count == fieldDepth, let bytes else { return }
         let needed = textCount + count
         if needed > textCapacity {
