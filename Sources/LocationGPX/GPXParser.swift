@@ -125,11 +125,26 @@ final class GPXParser {
         atEnd = true
         parse(UnsafeRawBufferPointer(start: nil, count: 0), terminate: true)
         guard error == nil else { return }
-        if !rootSeen {
+        if let undecodable = undecodableInput() {
+            fail(.malformedXML, undecodable)
+        } else if !rootSeen {
             fail(.malformedXML, "the file holds no XML element")
         } else if !stack.isEmpty {
             fail(.truncated, "the file ends inside <\(openElementName)> (truncated?)")
         }
+    }
+
+    /// When libxml2 stopped decoding before the end of the input, what to say about it. libxml2 2.9's own
+    /// decoders (US-ASCII, for one) stop at a byte they cannot decode without reporting it, keep the rest
+    /// undecoded, and then report the end of the input: the file is not truncated, it cannot be decoded.
+    /// Fewer than 4 bytes left are the start of a character cut off by the end of the file (truncated).
+    private func undecodableInput() -> String? {
+        guard let raw = context?.pointee.input?.pointee.buf?.pointee.raw, xmlBufUse(raw) >= 4,
+            let bytes = xmlBufContent(raw)
+        else { return nil }
+        let shown = (0..<4).map { "0x" + String(bytes[$0], radix: 16, uppercase: true).leftPadded(to: 2) }
+        let encoding = context?.pointee.encoding.map { " as \(String(cString: $0))" } ?? ""
+        return "the file cannot be decoded\(encoding) from here: bytes \(shown.joined(separator: " "))"
     }
 
     private func parse(_ chunk: UnsafeRawBufferPointer, terminate: Bool) {
@@ -293,10 +308,15 @@ final class GPXParser {
             code = .entityExpansion
             message = "entity expansion refused: \(message)"
         case _ where atEnd && rootSeen && !stack.isEmpty:
-            // Raised only because the input ended: everything before parsed.
-            code = .truncated
-            // libxml2's own words at this point ("Extra content at the end of the document") mislead.
-            message = "the file ends inside <\(openElementName)> (truncated?)"
+            // Raised only because the input ended: everything before parsed. libxml2's own words at this
+            // point ("Extra content at the end of the document") mislead.
+            if let undecodable = undecodableInput() {
+                code = .malformedXML
+                message = undecodable
+            } else {
+                code = .truncated
+                message = "the file ends inside <\(openElementName)> (truncated?)"
+            }
         case XML_ERR_DOCUMENT_EMPTY where !rootSeen:
             code = .malformedXML
             message = "the file is not XML: no element where the document should start"
@@ -761,4 +781,10 @@ private func startsWith(_ p: UnsafePointer<xmlChar>, _ s: StaticString) -> Bool 
     let bytes = s.utf8Start
     for i in 0..<s.utf8CodeUnitCount where p[i] != bytes[i] { return false }
     return true
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }
