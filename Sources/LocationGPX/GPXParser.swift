@@ -43,6 +43,7 @@ final class GPXParser {
     private var textCount = 0
     private var textCapacity = 256
     private static let maxTextLength = 1 << 16
+    private static let byteOrderMarks: [[UInt8]] = [[0xEF, 0xBB, 0xBF], [0xFF, 0xFE], [0xFE, 0xFF]]
     private static let maxDepth = 256
 
     // Input bookkeeping.
@@ -119,6 +120,15 @@ final class GPXParser {
             fail(.empty, line: nil, column: nil, fedBytes == 0 ? "the file is empty" : "the file holds only whitespace")
             return
         }
+        // Under four bytes in all, starting with a byte order mark: nothing after it, or a cut character.
+        if context == nil, let bom = Self.byteOrderMarks.first(where: { head.starts(with: $0) }) {
+            if head.count == bom.count {
+                fail(.empty, line: nil, column: nil, "the file holds only a byte order mark")
+            } else {
+                fail(.truncated, line: 1, column: 1, "the file ends before its root element (truncated?)")
+            }
+            return
+        }
         if context == nil {
             guard createContext() else { return }
         }
@@ -170,6 +180,12 @@ final class GPXParser {
         if failed { return false }
         if context == nil { fail(.io, line: nil, column: nil, "libxml2 could not create a parser") }
         return context != nil
+    }
+
+    /// Whether libxml2 has consumed all the input it was given.
+    private var inputExhausted: Bool {
+        guard let input = context?.pointee.input else { return false }
+        return input.pointee.cur == input.pointee.end
     }
 
     /// The name of the innermost open element, as libxml2 tracks it.
@@ -320,6 +336,11 @@ final class GPXParser {
         case XML_ERR_DOCUMENT_EMPTY where !rootSeen:
             code = .malformedXML
             message = "the file is not XML: no element where the document should start"
+        case _ where atEnd && !rootSeen:
+            // libxml2 parses a construct only once it is complete, so what fails at the end of the input
+            // before the root element was cut off: the declaration, the DOCTYPE, the root's start tag.
+            code = .truncated
+            message = "the file ends before its root element (truncated?)"
         default:
             code = .malformedXML
             message = "malformed XML: \(message)"
@@ -334,6 +355,12 @@ final class GPXParser {
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
         guard !failed, let localname, charge(1) else { return stopIfPending() }
+        if atEnd, inputExhausted {
+            // At the end of the input libxml2 reports a start tag cut off before its ">" with the attributes
+            // it has so far (then an error): judging that tag would blame the file for what is missing.
+            fail(.truncated, "the file ends inside the start tag \"<\(String(cString: localname))\" (truncated?)")
+            return
+        }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1

@@ -11,7 +11,8 @@ import LocationGPX
 //
 //   gpx-fuzz --prepare DIR              write the seed corpus (DIR/seeds) and the dictionary (DIR/gpx.dict)
 //   gpx-fuzz --read FILE                stream FILE through GPXReader in this process; print every point, then
-//                                       one JSON line: points, error, peak RSS growth, seconds
+//                                       one JSON line: points, error, RSS before and at its peak (the peak is
+//                                       reset first, so the growth is the read's own), seconds, sanitizer
 //   gpx-fuzz --read-into-memory FILE    the same, but read FILE whole into memory first (shows that the RSS
 //                                       figure sees memory that is used)
 //   gpx-fuzz INPUT...                   built with `-sanitize=fuzzer -DGPX_LIBFUZZER`: libFuzzer, with its
@@ -81,6 +82,11 @@ func readFile(_ path: String, intoMemory: Bool) -> Never {
         "points": points, "seconds": seconds, "baselineKiB": baseline, "peakKiB": statusKiB("VmHWM"),
         "peakReset": reset, "heldBytes": held.count,
     ]
+    // A sanitizer's shadow memory and quarantine make RSS figures incomparable; say so.
+    for (symbol, name) in [("__asan_init", "address"), ("__tsan_init", "thread")]
+    where dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol) != nil {
+        summary["sanitizer"] = name
+    }
     if let failure {
         summary["error"] = [
             "code": failure.code.rawValue, "line": failure.line ?? 0, "column": failure.column ?? 0,
