@@ -114,6 +114,14 @@ let package = Package(
             name: "LocationServiceTests",
             dependencies: ["LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd"]
         ),
+        .systemLibrary(
+            name: "CLibFuzzer",
+            path: "Sources/CLibFuzzer"
+        ),
+        .executableTarget(
+            name: "gpx-fuzz",
+            dependencies: ["LocationCore", "LocationGPX", "CLibFuzzer"]
+        ),
         .executableTarget(
             name: "demo-track",
             dependencies: ["LocationCore", "LocationGPX"]
@@ -141,6 +149,7 @@ let package = Package(
                 "LocationGPX",
                 "CLibXML2",
                 "LocationTesting",
+                "gpx-fuzz",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
             ]

@@ -10,11 +10,19 @@ package final class Locked<Value: Sendable>: Sendable {
 
     /// Runs `body` with exclusive access to the value.
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try mutex.withLock { try body(&$0) }
+        try mutex.withLock {
+            ThreadSanitizerAnnotations.acquired(self)
+            defer { ThreadSanitizerAnnotations.releasing(self) }
+            return try body(&$0)
+        }
     }
 
     /// A copy of the value.
     package var value: Value {
-        mutex.withLock { $0 }
+        mutex.withLock {
+            ThreadSanitizerAnnotations.acquired(self)
+            defer { ThreadSanitizerAnnotations.releasing(self) }
+            return $0
+        }
     }
 }

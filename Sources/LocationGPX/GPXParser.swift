@@ -19,6 +19,8 @@ final class GPXParser {
     private(set) var error: GPXError?
     /// `error != nil`, cheap to test in the callbacks (testing the optional struct copies it).
     private var failed = false
+    /// An error was recorded where the parser could not be stopped at once (see ``fail(_:line:column:_:stopsParser:)``).
+    private var stopPending = false
     private(set) var finished = false
 
     private var context: xmlParserCtxtPtr?
@@ -41,6 +43,7 @@ final class GPXParser {
     private var textCount = 0
     private var textCapacity = 256
     private static let maxTextLength = 1 << 16
+    private static let byteOrderMarks: [[UInt8]] = [[0xEF, 0xBB, 0xBF], [0xFF, 0xFE], [0xFE, 0xFF]]
     private static let maxDepth = 256
 
     // Input bookkeeping.
@@ -117,21 +120,49 @@ final class GPXParser {
             fail(.empty, line: nil, column: nil, fedBytes == 0 ? "the file is empty" : "the file holds only whitespace")
             return
         }
+        // Under four bytes in all, starting with a byte order mark: nothing after it, or a cut character.
+        if context == nil, let bom = Self.byteOrderMarks.first(where: { head.starts(with: $0) }) {
+            if head.count == bom.count {
+                fail(.empty, line: nil, column: nil, "the file holds only a byte order mark")
+            } else {
+                fail(.truncated, line: 1, column: 1, "the file ends before its root element (truncated?)")
+            }
+            return
+        }
         if context == nil {
             guard createContext() else { return }
         }
         atEnd = true
         parse(UnsafeRawBufferPointer(start: nil, count: 0), terminate: true)
         guard error == nil else { return }
-        if !rootSeen {
+        if let undecodable = undecodableInput() {
+            fail(.malformedXML, undecodable)
+        } else if !rootSeen {
             fail(.malformedXML, "the file holds no XML element")
         } else if !stack.isEmpty {
             fail(.truncated, "the file ends inside <\(openElementName)> (truncated?)")
         }
     }
 
+    /// When libxml2 stopped decoding before the end of the input, what to say about it. libxml2 2.9's own
+    /// decoders (US-ASCII, for one) stop at a byte they cannot decode without reporting it, keep the rest
+    /// undecoded, and then report the end of the input: the file is not truncated, it cannot be decoded.
+    /// Fewer than 4 bytes left are the start of a character cut off by the end of the file (truncated).
+    private func undecodableInput() -> String? {
+        guard let raw = context?.pointee.input?.pointee.buf?.pointee.raw, xmlBufUse(raw) >= 4,
+            let bytes = xmlBufContent(raw)
+        else { return nil }
+        let shown = (0..<4).map { "0x" + String(bytes[$0], radix: 16, uppercase: true).leftPadded(to: 2) }
+        let encoding = context?.pointee.encoding.map { " as \(String(cString: $0))" } ?? ""
+        return "the file cannot be decoded\(encoding) from here: bytes \(shown.joined(separator: " "))"
+    }
+
     private func parse(_ chunk: UnsafeRawBufferPointer, terminate: Bool) {
         guard let context else { return }
+        routingGlobalErrors { parse(context, chunk, terminate: terminate) }
+    }
+
+    private func parse(_ context: xmlParserCtxtPtr, _ chunk: UnsafeRawBufferPointer, terminate: Bool) {
         var offset = 0
         repeat {
             // xmlParseChunk takes an Int32 size; feed large buffers in pieces.
@@ -145,9 +176,16 @@ final class GPXParser {
     }
 
     private func createContext() -> Bool {
-        context = head.withUnsafeBytes { makeContext($0) }
+        context = routingGlobalErrors { head.withUnsafeBytes { makeContext($0) } }
+        if failed { return false }
         if context == nil { fail(.io, line: nil, column: nil, "libxml2 could not create a parser") }
         return context != nil
+    }
+
+    /// Whether libxml2 has consumed all the input it was given.
+    private var inputExhausted: Bool {
+        guard let input = context?.pointee.input else { return false }
+        return input.pointee.cur == input.pointee.end
     }
 
     /// The name of the innermost open element, as libxml2 tracks it.
@@ -220,15 +258,58 @@ final class GPXParser {
     private var line: Int { context.map { Int(xmlSAX2GetLineNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
     private var column: Int { context.map { Int(xmlSAX2GetColumnNumber(UnsafeMutableRawPointer($0))) } ?? 0 }
 
-    private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String) {
+    /// Records the first error and stops the parser. Inside a libxml2 error report (`stopsParser: false`)
+    /// stopping is not safe, since it frees buffers the reporting code still uses: the next SAX callback
+    /// stops it instead, and until then libxml2 itself has disabled the callbacks or they return at once.
+    private func fail(_ code: GPXError.Code, line: Int?, column: Int?, _ message: String, stopsParser: Bool = true) {
         guard !failed else { return }
         failed = true
         error = GPXError(code, file: fileName, line: line, column: column, message)
-        if let context { xmlStopParser(context) }
+        if stopsParser, let context {
+            xmlStopParser(context)
+        } else {
+            stopPending = true
+        }
+    }
+
+    /// Stops the parser after an error recorded inside a libxml2 error report; called from SAX callbacks.
+    private func stopIfPending() {
+        guard stopPending, let context else { return }
+        stopPending = false
+        xmlStopParser(context)
     }
 
     private func fail(_ code: GPXError.Code, _ message: String) {
         fail(code, line: line, column: column, message)
+    }
+
+    /// Runs `body` with libxml2's errors that have no parser context (bytes the declared encoding cannot
+    /// decode, failed conversions) coming to ``globalError(_:)``. libxml2 sends those to a per-thread
+    /// handler that prints them on standard error by default; the thread's handler is restored afterwards,
+    /// so other users of libxml2 in the process are not affected.
+    private func routingGlobalErrors<Result>(_ body: () -> Result) -> Result {
+        let savedHandler = __xmlStructuredError().pointee
+        let savedContext = __xmlStructuredErrorContext().pointee
+        xmlSetStructuredErrorFunc(Unmanaged.passUnretained(self).toOpaque()) { user, error in
+            guard let user, let error else { return }
+            GPXParser.from(user).globalError(error.pointee)
+        }
+        defer { xmlSetStructuredErrorFunc(savedContext, savedHandler) }
+        return body()
+    }
+
+    /// An encoding or I/O error from inside libxml2. libxml2 may carry on after one (with input it could
+    /// not decode) or stop without another word, depending on where the input was cut into chunks; either
+    /// way the document cannot be read as written, so it is an error here, at the place parsing had
+    /// reached (the undecodable bytes are at or after it: libxml2 decodes ahead of parsing).
+    private func globalError(_ raised: xmlError) {
+        guard raised.level == XML_ERR_ERROR || raised.level == XML_ERR_FATAL, !failed else { return }
+        var message = raised.message.map { String(cString: $0) } ?? "libxml2 error \(raised.code)"
+        while let last = message.last, last.isWhitespace { message.removeLast() }
+        let encoding = context?.pointee.encoding.map { " as \(String(cString: $0))" } ?? ""
+        fail(
+            .malformedXML, line: context == nil ? nil : line, column: context == nil ? nil : column,
+            "the file cannot be decoded\(encoding) at or after this point: \(message)", stopsParser: false)
     }
 
     private func libxmlError(_ raised: xmlError) {
@@ -243,18 +324,28 @@ final class GPXParser {
             code = .entityExpansion
             message = "entity expansion refused: \(message)"
         case _ where atEnd && rootSeen && !stack.isEmpty:
-            // Raised only because the input ended: everything before parsed.
-            code = .truncated
-            // libxml2's own words at this point ("Extra content at the end of the document") mislead.
-            message = "the file ends inside <\(openElementName)> (truncated?)"
+            // Raised only because the input ended: everything before parsed. libxml2's own words at this
+            // point ("Extra content at the end of the document") mislead.
+            if let undecodable = undecodableInput() {
+                code = .malformedXML
+                message = undecodable
+            } else {
+                code = .truncated
+                message = "the file ends inside <\(openElementName)> (truncated?)"
+            }
         case XML_ERR_DOCUMENT_EMPTY where !rootSeen:
             code = .malformedXML
             message = "the file is not XML: no element where the document should start"
+        case _ where atEnd && !rootSeen:
+            // libxml2 parses a construct only once it is complete, so what fails at the end of the input
+            // before the root element was cut off: the declaration, the DOCTYPE, the root's start tag.
+            code = .truncated
+            message = "the file ends before its root element (truncated?)"
         default:
             code = .malformedXML
             message = "malformed XML: \(message)"
         }
-        fail(code, line: line, column: column, message)
+        fail(code, line: line, column: column, message, stopsParser: false)
     }
 
     // MARK: - Callbacks
@@ -263,7 +354,13 @@ final class GPXParser {
         _ localname: UnsafePointer<xmlChar>?, _ prefix: UnsafePointer<xmlChar>?, _ uri: UnsafePointer<xmlChar>?,
         _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
-        guard !failed, let localname, charge(1) else { return }
+        guard !failed, let localname, charge(1) else { return stopIfPending() }
+        if atEnd, inputExhausted {
+            // At the end of the input libxml2 reports a start tag cut off before its ">" with the attributes
+            // it has so far (then an error): judging that tag would blame the file for what is missing.
+            fail(.truncated, "the file ends inside the start tag \"<\(String(cString: localname))\" (truncated?)")
+            return
+        }
         let namespace = classify(uri, prefix)
         let name = Name(localname)
         let depth = stack.count + 1
@@ -401,7 +498,7 @@ final class GPXParser {
     }
 
     private func endElement() {
-        guard !failed, !stack.isEmpty else { return }
+        guard !failed, !stack.isEmpty else { return stopIfPending() }
         let depth = stack.count
         if field != .none, depth == fieldDepth {
             store(field)
@@ -424,7 +521,7 @@ final class GPXParser {
     }
 
     private func characters(_ bytes: UnsafePointer<xmlChar>?, _ count: Int) {
-        guard !failed, charge(count) else { return }
+        guard !failed, charge(count) else { return stopIfPending() }
         guard field != .none, stack.count == fieldDepth, let bytes else { return }
         let needed = textCount + count
         if needed > textCapacity {
@@ -711,4 +808,10 @@ private func startsWith(_ p: UnsafePointer<xmlChar>, _ s: StaticString) -> Bool 
     let bytes = s.utf8Start
     for i in 0..<s.utf8CodeUnitCount where p[i] != bytes[i] { return false }
     return true
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

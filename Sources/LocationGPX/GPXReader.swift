@@ -52,9 +52,9 @@ public final class GPXReader {
         self.init(input: .memory(bytes, offset: 0), name: name, chunkSize: 256 * 1024)
     }
 
-    /// Reads GPX from bytes in memory, handing them to the parser `chunkSize` bytes at a time (for tests of
-    /// chunk boundaries).
-    convenience init(bytes: [UInt8], name: String, chunkSize: Int) {
+    /// Reads GPX from bytes in memory, handing them to the parser `chunkSize` bytes at a time (for tests and
+    /// the fuzz target, which check that chunk boundaries change nothing).
+    package convenience init(bytes: [UInt8], name: String, chunkSize: Int) {
         self.init(input: .memory(bytes, offset: 0), name: name, chunkSize: max(1, chunkSize))
     }
 

@@ -21,9 +21,12 @@ public struct ObservedLocationSource: LocationSource {
     /// Runs the wrapped source with a context that observes, then forwards, each event.
     public func run(_ context: LocationSourceContext) async throws {
         let observer = self.observer
-        let inner = LocationSourceContext(clock: context.clock, mode: context.mode) { event in
+        // Weakly: `context` holds `inner` through the mode forwarder, and a strong reference back made a
+        // cycle that kept both contexts alive after every run (found by LeakSanitizer). Whoever runs the
+        // source keeps `context` alive while it runs; events after that are stale anyway.
+        let inner = LocationSourceContext(clock: context.clock, mode: context.mode) { [weak context] event in
             observer(event)
-            context.report(event)
+            context?.report(event)
         }
         context.forwardModeChanges { inner.setMode($0) }
         inner.setMode(context.mode)

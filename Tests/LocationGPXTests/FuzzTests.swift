@@ -3,9 +3,11 @@ import LocationCore
 import Testing
 
 @testable import LocationGPX
+@testable import gpx_fuzz
 
 /// Thousands of deterministic mutations of small GPX files: the reader (and the replay schedule on top of
-/// it) must return points or throw a `GPXError`, never crash or hang.
+/// it) must return points or throw a `GPXError`, never crash or hang. This runs in every test run without
+/// libFuzzer; `scripts/fuzz` runs the coverage-guided fuzz target (Sources/gpx-fuzz) on the same seeds.
 ///
 /// `GPX_FUZZ_CASES` sets the number of cases (default 5000), `GPX_FUZZ_SEED` the seed; a failure message
 /// names the case, which the same seed reproduces.
@@ -13,21 +15,9 @@ import Testing
     static let cases = ProcessInfo.processInfo.environment["GPX_FUZZ_CASES"].flatMap { Int($0) } ?? 5000
     static let seed = ProcessInfo.processInfo.environment["GPX_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x6770_7866_757A_7A31
 
-    /// Small seed documents: built in, plus the small real files when they are present.
+    /// Small seed documents: the fuzz target's own, plus the small real files when they are present.
     static let seeds: [[UInt8]] = {
-        var seeds: [String] = [
-            gpx11(
-                track([[trkpt(47, 8, t(0), ele: 400), trkpt(47.001, 8.001, t(1.5)), trkpt(47.002, 8, t(1.5))], []])
-                    + #"<rte><rtept lat="1" lon="2"><name>a &amp; b</name></rtept></rte>"#),
-            #"<gpx version="1.0" xmlns="http://www.topografix.com/GPX/1/0"><wpt lat="1.5" lon="-2.25"><ele>3</ele><time>2003-06-29T00:00:00</time><speed>3</speed><fix>3d</fix><sat>7</sat></wpt></gpx>"#,
-            """
-            <?xml version="1.0" encoding="ISO-8859-1"?>
-            <!DOCTYPE gpx [ <!ENTITY e "entity"> ]>
-            <gpx xmlns:g="http://www.garmin.com/xmlschemas/TrackPointExtension/v1"><trk><trkseg>
-            <trkpt lon="8.1" lat="47.1"><time>2024-05-01T06:00:00.123+01:00</time><extensions><g:TrackPointExtension><g:hr>120</g:hr></g:TrackPointExtension></extensions><name>&e;<![CDATA[<x>]]></name></trkpt>
-            </trkseg></trk></gpx>
-            """,
-        ]
+        var seeds = FuzzSeeds.documents
         if let directory = TestData.directory {
             for name in [
                 "gpxpy__gpx1.0_with_all_fields.gpx", "gpxpy__gpx1.1_with_all_fields.gpx", "gpxpy__track_with_speed.gpx",
@@ -39,30 +29,8 @@ import Testing
         return seeds.map { Array($0.utf8) }
     }()
 
-    /// Fragments worth splicing in: structure, entities, encodings, numbers and times at their limits.
-    static let tokens: [[UInt8]] = [
-        "<", ">", "</", "/>", "\"", "'", "&", "&amp;", "&#0;", "&#x110000;", "&#xD800;", "&lt;", "&e;", "&undefined;",
-        "<![CDATA[", "]]>", "<!--", "-->", "<?xml version=\"1.0\"?>", "<?pi?>",
-        "<!DOCTYPE gpx [<!ENTITY e \"&e;\">]>",
-        "<!DOCTYPE gpx [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]>",
-        "&c;&c;&c;&c;", "<!DOCTYPE gpx SYSTEM \"file:///etc/passwd\">", "<!ENTITY x SYSTEM \"file:///etc/hostname\">",
-        "<trkpt lat=\"1\" lon=\"2\">", "</trkpt>", "<trk><trkseg>", "</trkseg></trk>", "<wpt lat=\"91\" lon=\"0\"/>",
-        "<rte>", "<rtept lat=\"-90\" lon=\"180\"/>", "<ele>", "</ele>", "<time>", "</time>", "<sat>", "<fix>pps</fix>",
-        "lat=\"", "lon=\"", "NaN", "1e999", "-0", "0x1p3", "123456789012345678901234567890.5", ".", "-",
-        "2024-02-30T00:00:00Z", "9999-12-31T23:59:60.999999999999Z", "2024-05-01 06:00:00+14:00", "T", "Z",
-        "xmlns=\"http://www.topografix.com/GPX/1/1\"", "xmlns:loc=\"https://swift-location.dev/xmlns/gpx-location/1\"",
-        "<loc:simulated>maybe</loc:simulated>", "<loc:speed>1</loc:speed>", "<extensions>", "</extensions>",
-        "\u{0}", "\u{1}", "\u{FEFF}", "\r\n", "\t", "é", "☺", "\u{10FFFF}",
-    ].map { Array($0.utf8) } + [[0xFF, 0xFE], [0xFE, 0xFF], [0xEF, 0xBB, 0xBF], [0xC3], [0xE2, 0x98], [0x80], [0xFF]]
-
-    /// Values to put where a value goes (text between tags, or an attribute's value).
-    static let values: [[UInt8]] = [
-        "", " ", "0", "-0", "90", "90.0000001", "-180", "180", "181", "1e2", "1e-400", "1e400", "NaN", "inf", "+5", "--5",
-        "0.123456789012345678901234567890", "3d", "2d", "none", "dgps", "x", "true", "false", "-1", "4294967296",
-        "99999999999999999999", "2024-05-01T06:00:00Z", "2024-05-01T06:00:00.1234567Z", "2003-06-29T00:00:00",
-        "2024-05-01T06:00:00+25:00", "2024-02-29T00:00:00Z", "2023-02-29T00:00:00Z", "0000-01-01T00:00:00Z",
-        "&amp;", "&#65;", "a&b", "<", "\u{0}",
-    ].map { Array($0.utf8) }
+    static let tokens = FuzzSeeds.tokens
+    static let values = FuzzSeeds.values
 
     static func mutate(_ input: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var bytes = input
@@ -131,6 +99,13 @@ import Testing
             } catch {
                 #expect(error.file == "case-\(index).gpx", "case \(index): \(error)")
                 outcomes[error.code.rawValue, default: 0] += 1
+            }
+            // And through the fuzz target's properties: chunking, the writer round trip, errors that name
+            // the input (see GPXFuzzHarness).
+            do {
+                try GPXFuzzHarness.check(input)
+            } catch {
+                Issue.record("case \(index): \(error)")
             }
             // Every tenth case also goes through the replay schedule, from a file.
             if index % 10 == 0 {

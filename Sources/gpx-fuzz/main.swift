@@ -1,0 +1,146 @@
+import CLibFuzzer
+import Foundation
+import LocationGPX
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// gpx-fuzz: the fuzz target of the GPX reader (see GPXFuzzHarness for what it checks), and a driver that
+// runs chosen inputs through the reader.
+//
+//   gpx-fuzz --prepare DIR              write the seed corpus (DIR/seeds) and the dictionary (DIR/gpx.dict)
+//   gpx-fuzz --read FILE                stream FILE through GPXReader in this process; print every point, then
+//                                       one JSON line: points, error, RSS before and at its peak (the peak is
+//                                       reset first, so the growth is the read's own), seconds, sanitizer
+//   gpx-fuzz --read-into-memory FILE    the same, but read FILE whole into memory first (shows that the RSS
+//                                       figure sees memory that is used)
+//   gpx-fuzz INPUT...                   built with `-sanitize=fuzzer -DGPX_LIBFUZZER`: libFuzzer, with its
+//                                       flags and corpus directories (scripts/fuzz); otherwise each INPUT
+//                                       file (or every file in an INPUT directory) once through the checks
+
+/// libFuzzer's entry point: one input through every check; a violated property stops the process.
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    _ = checkOrStop(bytes)
+    return 0
+}
+
+/// Runs the checks on one input; a violated property is printed and stops the process.
+func checkOrStop(_ bytes: [UInt8]) -> GPXFuzzHarness.Outcome {
+    do {
+        return try GPXFuzzHarness.check(bytes)
+    } catch {
+        FileHandle.standardError.write(Data("gpx-fuzz: property violated: \(error)\n".utf8))
+        fatalError("gpx-fuzz: property violated")
+    }
+}
+
+func fail(_ message: String, status: Int32 = 64) -> Never {
+    FileHandle.standardError.write(Data("gpx-fuzz: \(message)\n".utf8))
+    exit(status)
+}
+
+/// One `/proc/self/status` field in KiB (`VmHWM`, `VmRSS`).
+func statusKiB(_ field: String) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    }
+    return 0
+}
+
+/// Reads `path` with `GPXReader` and prints what it found; returns the exit status: 0 for a file that
+/// reads, 65 for one with an error in it, 66 for one that cannot be opened. (It returns rather than exits,
+/// so that what it allocated is released before LeakSanitizer looks at the process's exit.)
+func readFile(_ path: String, intoMemory: Bool) -> Int32 {
+    // Reset the peak RSS to the current RSS (Linux 4.0+), so the growth measured below is this read's own.
+    let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+    let baseline = reset ? statusKiB("VmRSS") : statusKiB("VmHWM")
+    let start = ContinuousClock.now
+    var points = 0
+    var failure: GPXError?
+    var held: [UInt8] = []
+    do {
+        let reader: GPXReader
+        if intoMemory {
+            guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)", status: 66) }
+            held = [UInt8](data)
+            reader = GPXReader(bytes: held, name: path)
+        } else {
+            reader = try GPXReader(contentsOf: path)
+        }
+        while let point = try reader.next() {
+            print(point)
+            points += 1
+        }
+    } catch {
+        failure = error
+    }
+    let seconds = start.duration(to: .now) / .seconds(1)
+    var summary: [String: Any] = [
+        "points": points, "seconds": seconds, "baselineKiB": baseline, "peakKiB": statusKiB("VmHWM"),
+        "peakReset": reset, "heldBytes": held.count,
+    ]
+    // A sanitizer's shadow memory and quarantine make RSS figures incomparable; say so.
+    for (symbol, name) in [("__asan_init", "address"), ("__tsan_init", "thread")]
+    where dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol) != nil {
+        summary["sanitizer"] = name
+    }
+    if let failure {
+        summary["error"] = [
+            "code": failure.code.rawValue, "line": failure.line ?? 0, "column": failure.column ?? 0,
+            "message": failure.message, "description": failure.description,
+        ]
+    }
+    let json = (try? JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])) ?? Data("{}".utf8)
+    print(String(decoding: json, as: UTF8.self))
+    return failure == nil ? 0 : failure?.code == .io ? 66 : 65
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "--prepare":
+    guard arguments.count == 2 else { fail("usage: gpx-fuzz --prepare DIR") }
+    do {
+        try FuzzSeeds.write(to: arguments[1] + "/seeds", dictionaryPath: arguments[1] + "/gpx.dict")
+    } catch {
+        fail("cannot write the seeds to \(arguments[1]): \(error)", status: 73)
+    }
+    exit(0)
+case "--read", "--read-into-memory":
+    guard arguments.count == 2 else { fail("usage: gpx-fuzz \(arguments[0]) FILE") }
+    exit(readFile(arguments[1], intoMemory: arguments[0] == "--read-into-memory"))
+default:
+    break
+}
+
+#if GPX_LIBFUZZER
+    var argc = CommandLine.argc
+    var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+    exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzOneInput(data, size) })
+#else
+    guard !arguments.isEmpty, !arguments.contains(where: { $0.hasPrefix("-") }) else {
+        fail("usage: gpx-fuzz INPUT... (a build without libFuzzer runs each input once), --prepare DIR, --read FILE")
+    }
+    var inputs: [String] = []
+    for argument in arguments {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
+            fail("\(argument): no such file or directory", status: 66)
+        }
+        if isDirectory.boolValue {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []
+            inputs += names.sorted().map { "\(argument)/\($0)" }
+        } else {
+            inputs.append(argument)
+        }
+    }
+    for input in inputs {
+        guard let data = FileManager.default.contents(atPath: input) else { fail("cannot read \(input)", status: 66) }
+        let outcome = checkOrStop([UInt8](data))
+        let result = outcome.error.map { "\($0.code.rawValue): \($0.message)" } ?? "ok"
+        print("\(input): \(outcome.points.count) points, \(result)")
+    }
+#endif
