@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The channel between a running ``LocationSource`` and whoever runs it (normally a ``LocationManager``).
 ///
 /// The runner sets the acquisition mode; the source reads it and reports events. Reporting is
@@ -18,7 +16,8 @@ public final class LocationSourceContext: Sendable {
         var forwarders: [@Sendable (AcquisitionMode) -> Void] = []
     }
 
-    private let state: Mutex<State>
+    // Locked rather than a bare Mutex: it shows its critical sections to ThreadSanitizer.
+    private let state: Locked<State>
     private let sink: @Sendable (LocationSourceEvent) -> Void
 
     /// Creates a context with an initial mode and a sink that receives every reported event.
@@ -29,7 +28,7 @@ public final class LocationSourceContext: Sendable {
     ) {
         self.clock = clock
         self.timeline = Timeline(clock: clock)
-        self.state = Mutex(State(mode: mode))
+        self.state = Locked(State(mode: mode))
         self.sink = sink
     }
 
