@@ -100,8 +100,8 @@ extension GPSDFix {
     static let angleRange = 0.0...360.0
 
     /// Checks the values libgps decoded from one TPV (NaN meaning absent): an impossible mode, time or
-    /// coordinate, or mode 2/3 without a coordinate, refuses the whole TPV; any other value outside its
-    /// range is left out.
+    /// coordinate refuses the whole TPV; any other value outside its range is left out. A TPV without a
+    /// coordinate passes; no fix is made from it.
     static func checked(
         mode: Int, time: GPSDTime?, latitude: Double, longitude: Double,
         altitudeMSL: Double, altitudeHAE: Double, eph: Double, epx: Double, epy: Double, epv: Double,
@@ -117,9 +117,8 @@ extension GPSDFix {
         if !longitude.isNaN, !(longitude.isFinite && longitudeRange.contains(longitude)) {
             return .refused("longitude \(longitude.plainText) (outside -180…180)")
         }
-        if mode >= 2, latitude.isNaN || longitude.isNaN {
-            return .refused("mode \(mode) but no latitude or longitude")
-        }
+        // Mode 2/3 without a position is not refused: gpsd itself sends such partial TPVs (a u-blox
+        // receiver's epoch can start with one), and the epoch merger never makes a fix without a position.
         var leftOut: String?
         func within(_ value: Double, _ range: ClosedRange<Double>, _ name: String, _ unit: String) -> Double? {
             if value.isNaN { return nil }

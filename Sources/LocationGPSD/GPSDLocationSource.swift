@@ -30,8 +30,8 @@ import Synchronization
 ///   peer sends. If the very first line of a connection is not gpsd JSON, the peer is not gpsd: the
 ///   connection fails with ``LocationError/Code/sourceUnavailable`` and is retried with backoff.
 /// - A TPV with an impossible mode (not 0–3), time (not RFC 3339, or outside 1980-01-06…2200-01-01),
-///   latitude (outside ±90) or longitude (outside ±180), or with mode 2/3 but no position, is refused
-///   whole: no ``Location`` is made from it. Any other value outside its range (a negative error
+///   latitude (outside ±90) or longitude (outside ±180) is refused whole: no ``Location`` is made from it.
+///   A TPV with mode 2/3 but no position is partial (gpsd sends them) and never makes a fix by itself. Any other value outside its range (a negative error
 ///   estimate, a speed beyond 100 km/s, a track beyond 360°...) is left out (`nil`); the rest is used.
 /// - Each kind of such problem is reported once per connection as a ``LocationError/Code/invalidData``
 ///   error naming gpsd's address and what was wrong; classes this code does not know are ignored quietly.
