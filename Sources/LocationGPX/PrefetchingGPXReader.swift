@@ -25,7 +25,11 @@ final class PrefetchingGPXReader {
         let isCancelled = Atomic<Bool>(false)
 
         init(chunkCount: Int) {
-            space = DispatchSemaphore(value: chunkCount)
+            // Created at 0 and raised, not created at `chunkCount`: libdispatch traps when a semaphore is
+            // released holding less than the value it was created with, as this one does whenever the
+            // reader goes away with chunks in flight.
+            space = DispatchSemaphore(value: 0)
+            for _ in 0..<chunkCount { space.signal() }
         }
     }
 

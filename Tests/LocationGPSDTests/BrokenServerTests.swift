@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationTesting
 import Synchronization
 import Testing
 @testable import LocationGPSD
@@ -247,7 +248,9 @@ struct BrokenServerTests {
         #expect(delivered)
         let growth = peak - before
         print("64 MB line: resident memory \(before >> 20) MiB before, peak \(peak >> 20) MiB (+\(growth >> 10) KiB)")
-        #expect(growth < Self.memoryBound, "resident memory grew by \(growth >> 10) KiB for a \(lineBytes >> 20) MB line")
+        if Sanitizer.memoryFiguresAreMeaningful {
+            #expect(growth < Self.memoryBound, "resident memory grew by \(growth >> 10) KiB for a \(lineBytes >> 20) MB line")
+        }
         #expect(recorder.locations.map(GPSDLines.milliseconds) == [0, 100, 200])
         #expect(recorder.errors.map(\.code) == [.invalidData])
         #expect(recorder.errors.first?.message.contains("longer than 65536 bytes") == true)
@@ -354,7 +357,9 @@ struct BrokenServerTests {
         #expect(result.errors.last?.message.contains("sent a TPV with latitude 91") == true)
         #expect(!result.unavailable, "the flood does not cost the connection")
         #expect(took < Double(seconds) * 3, "the reader kept up with the flood")
-        #expect(peak - baseline < Self.memoryBound, "resident memory grew by \((peak - baseline) >> 10) KiB during the flood")
+        if Sanitizer.memoryFiguresAreMeaningful {
+            #expect(peak - baseline < Self.memoryBound, "resident memory grew by \((peak - baseline) >> 10) KiB during the flood")
+        }
     }
 
     @Test(.timeLimit(.minutes(1)))
