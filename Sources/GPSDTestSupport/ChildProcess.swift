@@ -61,16 +61,14 @@ package final class ChildProcess: Sendable {
     package init(
         _ arguments: [String], environment: [String: String] = [:], captureStandardOutput: Bool = false
     ) throws(TestSupportError) {
-        guard let name = arguments.first else { throw TestSupportError(.spawnFailed, "no program to start") }
+        guard let name = arguments.first else { throw .spawnFailed(program: "(no program given)", errno: EINVAL) }
         guard let executable = ExecutableLookup.path(of: name) else {
-            throw TestSupportError(
-                .notInstalled,
-                "cannot start \(name): no such executable on PATH or in \(ExecutableLookup.systemFolders.joined(separator: ", "))")
+            throw .notInstalled(program: name, install: "install it, or give its path")
         }
         var output: [Int32] = [-1, -1]
         if captureStandardOutput {
             guard pipe(&output) == 0 else {
-                throw TestSupportError(.spawnFailed, "cannot make a pipe for \(name): \(String(cString: strerror(errno)))")
+                throw .spawnFailed(program: name, errno: errno)
             }
             // Close-on-exec, so children started by other threads do not hold the pipe open (the child's
             // copy on its standard output is not affected).
@@ -118,7 +116,7 @@ package final class ChildProcess: Sendable {
         if captureStandardOutput { close(output[1]) }
         guard status == 0 else {
             if captureStandardOutput { close(output[0]) }
-            throw TestSupportError(.spawnFailed, "cannot start \(executable): \(String(cString: strerror(status)))")
+            throw .spawnFailed(program: executable, errno: status)
         }
         self.pid = pid
         self.executable = executable

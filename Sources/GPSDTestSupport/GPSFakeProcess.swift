@@ -23,10 +23,9 @@ package final class GPSFakeProcess: Sendable {
 
     /// Starts `gpsfake -1 -q -P port options... capture` (`port` nil picks a free one); does not wait.
     package init(capture: String, port: Int? = nil, options: [String] = ["-c", "0.05"]) throws(TestSupportError) {
-        guard let gpsfake = ExecutableLookup.gpsfake, ExecutableLookup.gpsd != nil else {
-            throw TestSupportError(
-                .notInstalled, "gpsfake or gpsd is not installed (apt-get install gpsd gpsd-clients python3-gps)")
-        }
+        let install = "apt-get install gpsd gpsd-clients python3-gps"
+        guard let gpsfake = ExecutableLookup.gpsfake else { throw .notInstalled(program: "gpsfake", install: install) }
+        guard ExecutableLookup.gpsd != nil else { throw .notInstalled(program: "gpsd", install: install) }
         if let port {
             self.port = port
         } else {
@@ -89,6 +88,6 @@ package final class GPSFakeProcess: Sendable {
 
     private func notAccepting(_ timeout: Duration) -> TestSupportError {
         let state = process.reap().map { "gpsfake ended with \($0)" } ?? "gpsfake still runs"
-        return TestSupportError(.timedOut, "gpsd on port \(port) did not accept connections within \(timeout) (\(state))")
+        return .timedOut("gpsd on port \(port) did not accept connections within \(timeout) (\(state))")
     }
 }

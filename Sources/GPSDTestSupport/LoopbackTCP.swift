@@ -21,7 +21,7 @@ package enum LoopbackTCP {
         let fd = try newSocket()
         defer { close(fd) }
         guard let port = bind(fd, port: 0) else {
-            throw TestSupportError(.socketFailed, "cannot bind a loopback port: \(String(cString: strerror(errno)))")
+            throw .socketFailed(operation: "bind a free port on 127.0.0.1", errno: errno)
         }
         return port
     }
@@ -34,9 +34,9 @@ package enum LoopbackTCP {
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         guard let bound = bind(fd, port: port), Glibc.listen(fd, backlog) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let error = errno
             close(fd)
-            throw TestSupportError(.socketFailed, "cannot listen on 127.0.0.1:\(port): \(reason)")
+            throw .socketFailed(operation: "listen on 127.0.0.1:\(port)", errno: error)
         }
         return (fd, bound)
     }
@@ -45,9 +45,9 @@ package enum LoopbackTCP {
     package static func connect(port: Int) throws(TestSupportError) -> Int32 {
         let fd = try newSocket()
         guard connect(fd, port: port) else {
-            let reason = String(cString: strerror(errno))
+            let error = errno
             close(fd)
-            throw TestSupportError(.socketFailed, "cannot connect to 127.0.0.1:\(port): \(reason); is the server running?")
+            throw .socketFailed(operation: "connect to 127.0.0.1:\(port) (is the server running?)", errno: error)
         }
         return fd
     }
@@ -62,7 +62,7 @@ package enum LoopbackTCP {
     private static func newSocket() throws(TestSupportError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {
-            throw TestSupportError(.socketFailed, "socket() failed: \(String(cString: strerror(errno)))")
+            throw .socketFailed(operation: "make a TCP socket", errno: errno)
         }
         return fd
     }

@@ -115,8 +115,9 @@ struct ChildProcessTests {
         do {
             _ = try ChildProcess(["no-such-program-for-gpsd-tests"])
         } catch {
-            #expect(error.code == .notInstalled)
-            #expect(error.message.contains("no-such-program-for-gpsd-tests"))
+            #expect(error == .notInstalled(program: "no-such-program-for-gpsd-tests", install: "install it, or give its path"))
+            #expect(error.code == "not-installed")
+            #expect(error.message.hasPrefix("no-such-program-for-gpsd-tests is not installed (looked on PATH and in /usr/local/sbin,"))
         }
     }
 

@@ -27,8 +27,8 @@ struct LoopbackTCPTests {
             close(second)
             Issue.record("a second listener got port \(port)")
         } catch {
-            #expect(error.code == .socketFailed)
-            #expect(error.message.contains("127.0.0.1:\(port)"))
+            #expect(error == .socketFailed(operation: "listen on 127.0.0.1:\(port)", errno: EADDRINUSE))
+            #expect(error.message == "cannot listen on 127.0.0.1:\(port): Address already in use")
         }
         close(first)
         let (second, again) = try LoopbackTCP.listen(port: port)
