@@ -43,8 +43,16 @@ let package = Package(
             dependencies: ["LocationCore", "CLibXML2"]
         ),
         .target(
+            name: "GPSDTestSupport",
+            dependencies: ["LocationCore"]
+        ),
+        .testTarget(
+            name: "GPSDTestSupportTests",
+            dependencies: ["GPSDTestSupport", "LocationCore"]
+        ),
+        .target(
             name: "LocationBenchmarks",
-            dependencies: ["LocationCore", "LocationGPX", "LocationGPSD", "LocationTesting", "CLibXML2"]
+            dependencies: ["LocationCore", "LocationGPX", "LocationGPSD", "LocationTesting", "CLibXML2", "GPSDTestSupport"]
         ),
         .executableTarget(
             name: "gpx-bench",
@@ -112,7 +120,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LocationServiceTests",
-            dependencies: ["LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd"]
+            dependencies: [
+                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd",
+                "GPSDTestSupport",
+            ]
         ),
         .systemLibrary(
             name: "CLibFuzzer",
@@ -132,7 +143,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocationGPSDTests",
-            dependencies: ["LocationGPSD", "LocationCore", "LocationTesting"]
+            dependencies: ["LocationGPSD", "LocationCore", "LocationTesting", "GPSDTestSupport"]
         ),
         .testTarget(
             name: "LocationCoreTests",

@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -47,7 +48,7 @@ package enum DaemonBenchmark {
         } else {
             result.locationctlNote = "not built (swift build -c release)"
         }
-        guard let gpspipe = ProcessMeasurement.which("gpspipe"), GPSFake.isInstalled else {
+        guard let gpspipe = ExecutableLookup.path(of: "gpspipe"), GPSFake.isInstalled else {
             result.gpspipeNote = "not installed (apt-get install gpsd gpsd-clients python3-gps)"
             return result
         }

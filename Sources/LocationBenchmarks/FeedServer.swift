@@ -1,4 +1,6 @@
 import Foundation
+import GPSDTestSupport
+import LocationCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,7 +15,7 @@ package final class FeedServer: Sendable {
     private let running = Atomic<Bool>(true)
     private let done = Atomic<Bool>(false)
     /// Monotonic write time (nanoseconds) of each epoch's line, indexed by epoch number.
-    package let writeTimes = Mutex<[Int: UInt64]>([:])
+    package let writeTimes = Locked<[Int: UInt64]>([:])
     package let rateHz: Double
 
     private let firstEpoch: Int
@@ -22,26 +24,7 @@ package final class FeedServer: Sendable {
     package init(port: Int = 0, rateHz: Double, firstEpoch: Int = 0) throws {
         self.rateHz = rateHz
         self.firstEpoch = firstEpoch
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket() failed") }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok, listen(fd, 8) == 0 else {
-            close(fd)
-            throw BenchError("cannot listen on 127.0.0.1:\(port)")
-        }
-        listener = fd
-        self.port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, self.port) = try LoopbackTCP.listen(port: port, backlog: 8)
         let thread = Thread { [self] in self.serve() }
         thread.start()
     }

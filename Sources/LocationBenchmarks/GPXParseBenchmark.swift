@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 
 /// GPX parsing speed and memory, next to its peers: each reader reads the same generated file in its own
 /// child process, several times; the median wall time (process start-up included) and the largest peak
@@ -67,7 +68,7 @@ package struct GPXParseBenchmark: Sendable {
             let script =
                 "import sys, gpxpy\ng = gpxpy.parse(open(sys.argv[1], encoding='utf-8'))\n"
                 + "print(sum(len(s.points) for t in g.tracks for s in t.segments))"
-            let python = ProcessMeasurement.which("python3")
+            let python = ExecutableLookup.path(of: "python3")
             let version = python.flatMap { try? ProcessMeasurement.run([$0, "-c", "import gpxpy; print(gpxpy.__version__)"]) }
             if let python, let version, version.status == 0 {
                 name = "gpxpy \(version.output)"
@@ -78,7 +79,7 @@ package struct GPXParseBenchmark: Sendable {
         case .gpsbabel:
             name = "gpsbabel"
             missing = "apt-get install gpsbabel"
-            let path = ProcessMeasurement.which("gpsbabel")
+            let path = ExecutableLookup.path(of: "gpsbabel")
             if let path, let version = try? ProcessMeasurement.run([path, "-V"]),
                 let number = version.output.split(separator: " ").first(where: { $0.first?.isNumber == true })
             {

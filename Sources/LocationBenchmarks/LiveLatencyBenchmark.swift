@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import LocationGPSD
 
@@ -32,23 +33,14 @@ package enum LiveLatencyBenchmark {
         let fake = try GPSFake.start(epochs: Int((seconds + 30) * 10))
         defer { fake.stop() }
         // The raw client.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BenchError("socket() failed") }
-        var address = GPSFake.loopback(port: fake.port)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else {
-            close(fd)
-            throw BenchError("cannot connect to gpsd on port \(fake.port)")
-        }
+        let fd = try LoopbackTCP.connect(port: fake.port)
         let watch = #"?WATCH={"enable":true,"json":true};"# + "\n"
         _ = watch.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         let wire = TPVArrivalRecorder(fd: fd)
         // gpspipe, when installed.
         var gpspipe: ChildProcess?
         var piped: TPVArrivalRecorder?
-        if ProcessMeasurement.which("gpspipe") != nil {
+        if ExecutableLookup.path(of: "gpspipe") != nil {
             let child = try ChildProcess(["gpspipe", "-w", "127.0.0.1:\(fake.port)"], captureStandardOutput: true)
             gpspipe = child
             piped = TPVArrivalRecorder(fd: child.standardOutput!)

@@ -29,17 +29,6 @@ package struct ProcessMeasurement: Sendable {
         gnuTime == nil ? "VmHWM sampled every 2 ms" : "GNU time %M"
     }
 
-    /// The path of `program` on `PATH`, or nil.
-    package static func which(_ program: String) -> String? {
-        if program.contains("/") { return access(program, X_OK) == 0 ? program : nil }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") {
-            let candidate = "\(directory)/\(program)"
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return nil
-    }
-
     /// Runs `argv` (a path and its arguments) to completion and measures it. `discardOutput` sends its
     /// standard output to /dev/null instead of collecting it. Without `measureRSS` the child is started
     /// directly rather than under GNU time, and `peakRSSKiB` is 0. `discardErrors` sends its standard error

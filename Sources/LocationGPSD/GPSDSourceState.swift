@@ -8,7 +8,7 @@ final class GPSDSourceState: Sendable {
         var lastDelivered: GPSDTime?
     }
 
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     /// gpsd messages read over all connections, for statistics and the duty-cycle check.
     let messagesRead = Atomic<Int>(0)
     /// Fixes dropped because the consumer did not keep up (see ``GPSDReportRelay``).

@@ -65,9 +65,9 @@ enum JSONLineValidator {
             guard index < bytes.count else { throw cut() }
             switch bytes[index] {
             case UInt8(ascii: "{"):
-                try object(depth: depth + 1, topLevel: topLevel)
+                try container(object: true, depth: depth + 1, topLevel: topLevel)
             case UInt8(ascii: "["):
-                try array(depth: depth + 1)
+                try container(object: false, depth: depth + 1, topLevel: false)
             case UInt8(ascii: "\""):
                 _ = try string()
             case UInt8(ascii: "t"):
@@ -83,34 +83,26 @@ enum JSONLineValidator {
             }
         }
 
-        mutating func object(depth: Int, topLevel: Bool) throws(Failure) {
+        /// Reads an object or an array, the same loop for both: elements separated by commas up to the
+        /// closing bracket, each element of an object being a member. Inlined, as is ``member(depth:topLevel:)``,
+        /// so each call site is specialised for its kind: otherwise the scan is 25% slower than two loops.
+        @inline(__always)
+        mutating func container(object: Bool, depth: Int, topLevel: Bool) throws(Failure) {
             guard depth <= JSONLineValidator.maximumDepth else {
                 throw Failure(reason: "it nests deeper than \(JSONLineValidator.maximumDepth) levels", offset: index)
             }
+            let closing = object ? UInt8(ascii: "}") : UInt8(ascii: "]")
             index += 1
             skipSpace()
             guard index < bytes.count else { throw cut() }
-            if bytes[index] == UInt8(ascii: "}") {
+            if bytes[index] == closing {
                 index += 1
                 return
             }
             while true {
                 skipSpace()
-                guard index < bytes.count else { throw cut() }
-                guard bytes[index] == UInt8(ascii: "\"") else { throw unexpected(expecting: "a member name") }
-                let key = try string()
-                skipSpace()
-                guard index < bytes.count else { throw cut() }
-                guard bytes[index] == UInt8(ascii: ":") else { throw unexpected(expecting: "':'") }
-                index += 1
-                skipSpace()
-                guard index < bytes.count else { throw cut() }
-                if topLevel, bytes[index] == UInt8(ascii: "\""), let name = memberOfInterest(key) {
-                    let contents = try string()
-                    switch name {
-                    case .className: members.className = contents
-                    case .time: members.time = contents
-                    }
+                if object {
+                    try member(depth: depth, topLevel: topLevel)
                 } else {
                     try value(depth: depth)
                 }
@@ -120,35 +112,33 @@ enum JSONLineValidator {
                     index += 1
                     continue
                 }
-                guard bytes[index] == UInt8(ascii: "}") else { throw unexpected(expecting: "',' or '}'") }
+                guard bytes[index] == closing else { throw unexpected(expecting: object ? "',' or '}'" : "',' or ']'") }
                 index += 1
                 return
             }
         }
 
-        mutating func array(depth: Int) throws(Failure) {
-            guard depth <= JSONLineValidator.maximumDepth else {
-                throw Failure(reason: "it nests deeper than \(JSONLineValidator.maximumDepth) levels", offset: index)
-            }
+        /// Reads one member of an object: its name, a colon and its value; notes where the top-level
+        /// members of interest are.
+        @inline(__always)
+        mutating func member(depth: Int, topLevel: Bool) throws(Failure) {
+            guard index < bytes.count else { throw cut() }
+            guard bytes[index] == UInt8(ascii: "\"") else { throw unexpected(expecting: "a member name") }
+            let key = try string()
+            skipSpace()
+            guard index < bytes.count else { throw cut() }
+            guard bytes[index] == UInt8(ascii: ":") else { throw unexpected(expecting: "':'") }
             index += 1
             skipSpace()
             guard index < bytes.count else { throw cut() }
-            if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return
-            }
-            while true {
-                skipSpace()
-                try value(depth: depth)
-                skipSpace()
-                guard index < bytes.count else { throw cut() }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
+            if topLevel, bytes[index] == UInt8(ascii: "\""), let name = memberOfInterest(key) {
+                let contents = try string()
+                switch name {
+                case .className: members.className = contents
+                case .time: members.time = contents
                 }
-                guard bytes[index] == UInt8(ascii: "]") else { throw unexpected(expecting: "',' or ']'") }
-                index += 1
-                return
+            } else {
+                try value(depth: depth)
             }
         }
 

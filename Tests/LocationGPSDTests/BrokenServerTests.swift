@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import LocationTesting
 import Synchronization
@@ -379,7 +380,7 @@ struct BrokenServerTests {
 
     @Test(.timeLimit(.minutes(1)))
     func nobodyListening() async throws {
-        let port = try GPSFake.freePort()
+        let port = try LoopbackTCP.freePort()
         let source = try GPSDLocationSource(configuration: Self.configuration(port: port))
         let recorder = EventRecorder()
         recorder.start(source)

@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import Synchronization
 
@@ -34,7 +35,7 @@ final class FakeGPSDServer: Sendable {
     let port: Int
     private let listener: Int32
     private let running = Atomic<Bool>(true)
-    private let finished = Mutex<Bool>(false)
+    private let finished = Atomic<Bool>(false)
     /// How many clients connected.
     let connections = Atomic<Int>(0)
     /// How long the last flood took to send, in nanoseconds (0 until one has been sent).
@@ -47,26 +48,9 @@ final class FakeGPSDServer: Sendable {
 
     /// Starts listening on a free loopback port and playing `steps` to each client.
     init(steps: [Step], ending: Ending) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TestFailure("socket() failed") }
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ready = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard ready, listen(listener, 16) == 0 else {
-            close(listener)
-            throw TestFailure("cannot listen on loopback")
-        }
+        let (listener, port) = try LoopbackTCP.listen(backlog: 16)
         self.listener = listener
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let thread = Thread { [self] in self.serve(steps, ending) }
         thread.start()
     }
@@ -77,7 +61,7 @@ final class FakeGPSDServer: Sendable {
         // The serving thread notices within one poll interval and closes the listener itself.
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(5)
-        while clock.now < deadline, !finished.withLock({ $0 }) { usleep(5_000) }
+        while clock.now < deadline, !finished.load(ordering: .sequentiallyConsistent) { usleep(5_000) }
     }
 
     private func serve(_ steps: [Step], _ ending: Ending) {
@@ -85,7 +69,7 @@ final class FakeGPSDServer: Sendable {
         defer {
             clients.forEach { close($0) }
             close(listener)
-            finished.withLock { $0 = true }
+            finished.store(true, ordering: .sequentiallyConsistent)
         }
         while running.load(ordering: .sequentiallyConsistent) {
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]

@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import Testing
 @testable import LocationGPSD
@@ -8,7 +9,7 @@ import Testing
 struct OneShotTests {
     @Test(.timeLimit(.minutes(1)))
     func unreachableGPSDIsSourceUnavailable() async throws {
-        let port = try GPSFake.freePort()
+        let port = try LoopbackTCP.freePort()
         let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: "127.0.0.1", port: port))
         do {
             let location = try await source.currentLocation(timeout: .seconds(30))

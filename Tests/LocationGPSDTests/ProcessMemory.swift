@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import LocationCore
 
 /// This process's resident memory, from /proc/self/status.
 enum ProcessMemory {
@@ -30,8 +30,8 @@ enum ProcessMemory {
     }
 
     private final class Highest: Sendable {
-        private let stored = Mutex(0)
+        private let stored = Locked(0)
         func offer(_ value: Int) { stored.withLock { $0 = max($0, value) } }
-        var value: Int { stored.withLock { $0 } }
+        var value: Int { stored.value }
     }
 }

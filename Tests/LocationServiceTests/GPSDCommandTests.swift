@@ -1,91 +1,22 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import LocationGPX
 import Testing
 
-/// A private gpsd fed by gpsfake from one of the shared receiver captures, on a free loopback port.
+/// A private gpsd fed by gpsfake from one of the shared receiver captures, on a free loopback port; gone,
+/// with the shared memory it left, when the last reference is (``GPSFakeProcess``).
 final class FakeGPSD: Sendable {
-    let port: Int
-    let process: Process
-    private let segmentsBefore: Set<String>
+    private let fake: GPSFakeProcess
 
-    static let gpsfake: String? = ["/usr/bin/gpsfake", "/usr/local/bin/gpsfake"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let gpsfake: String? = ExecutableLookup.gpsfake
+
+    var port: Int { fake.port }
 
     init(capture: String, directory: TemporaryDirectory) throws {
-        guard let gpsfake = Self.gpsfake else { throw LocationError(.sourceUnavailable, "gpsfake is not installed") }
-        segmentsBefore = Self.sharedMemorySegments()
-        port = try Self.freePort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: gpsfake)
-        process.arguments = ["-1", "-q", "-P", String(port), "-c", "0.05", "-W", "30", capture]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !Self.accepts(port: port) { usleep(20_000) }
-    }
-
-    deinit {
-        // gpsfake's gpsd child outlives gpsfake itself; both are stopped for good.
-        let gpsd = Process()
-        gpsd.executableURL = URL(fileURLWithPath: "/usr/bin/pkill")
-        gpsd.arguments = ["-KILL", "-f", "gpsd .*-S \(port) "]
-        try? gpsd.run()
-        gpsd.waitUntilExit()
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        // gpsd leaves System V shared-memory segments behind; remove the ones this run created.
-        for id in Self.sharedMemorySegments().subtracting(segmentsBefore) {
-            let remove = Process()
-            remove.executableURL = URL(fileURLWithPath: "/usr/bin/ipcrm")
-            remove.arguments = ["-m", id]
-            try? remove.run()
-            remove.waitUntilExit()
-        }
-    }
-
-    static func sharedMemorySegments() -> Set<String> {
-        let ipcs = Process()
-        ipcs.executableURL = URL(fileURLWithPath: "/usr/bin/ipcs")
-        ipcs.arguments = ["-m"]
-        let pipe = Pipe()
-        ipcs.standardOutput = pipe
-        guard (try? ipcs.run()) != nil else { return [] }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        ipcs.waitUntilExit()
-        return Set(output.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 2 && fields[0].hasPrefix("0x") ? String(fields[1]) : nil
-        })
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw LocationError(.sourceUnavailable, "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        guard GPSFakeProcess.isInstalled else { throw LocationError(.sourceUnavailable, "gpsfake is not installed") }
+        fake = try GPSFakeProcess(capture: capture, options: ["-c", "0.05", "-W", "30"])
+        try fake.waitUntilAccepting()
     }
 }
 
@@ -171,7 +102,7 @@ struct GPSDCommandTests {
     @Test("nothing listening: current and watch exit 69 naming the address")
     func unreachable() throws {
         let directory = TemporaryDirectory()
-        let port = try FakeGPSD.freePort()
+        let port = try LoopbackTCP.freePort()
         let current = try Tool.run(
             "locationctl", ["current", "--gpsd", "127.0.0.1:\(port)", "--timeout", "5"], timeout: 60, in: directory)
         #expect(current.status == 69, "\(current.stderr)")

@@ -35,36 +35,67 @@ struct GPSDRestartTests {
     @Test("locationctl watch --gpsd rides through gpsd restarts", .timeLimit(.minutes(minutesAllowed)))
     func watchThroughRestarts() throws {
         guard Self.available else { return }
-        let feed = try NMEAFeedServer()
-        let gpsd = try GPSDProcess(feedPort: feed.port)
-        defer {
-            gpsd.stop()
-            feed.stop()
-        }
-        try gpsd.start()
-        let directory = TemporaryDirectory()
-        let (watcher, out, err) = try Tool.start(
-            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "jsonl"] + Self.backoffFlags,
-            in: directory)
-        defer {
-            if watcher.isRunning {
-                watcher.terminate()
+        try Self.withRestartableGPSD { gpsd, directory in
+            try Self.withTool(
+                "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "jsonl"] + Self.backoffFlags,
+                in: directory
+            ) { watcher, out, err in
+                let log = EventLog(path: out)
+                let recoveries = try Self.restart(gpsd, log: log) { watcher.isRunning }
+                watcher.interrupt()
                 watcher.waitUntilExit()
+                let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+                #expect(watcher.terminationStatus == 0, "locationctl watch ended badly: \(stderr)")
+                Self.check(log, port: gpsd.port)
+                Self.summarise("watch", recoveries)
             }
         }
-        let log = EventLog(path: out)
-        let recoveries = try Self.restart(gpsd, log: log) { watcher.isRunning }
-        watcher.interrupt()
-        watcher.waitUntilExit()
-        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-        #expect(watcher.terminationStatus == 0, "locationctl watch ended badly: \(stderr)")
-        Self.check(log, port: gpsd.port)
-        Self.summarise("watch", recoveries)
     }
 
     @Test("locationd rides through gpsd restarts; its watchers see each outage once", .timeLimit(.minutes(minutesAllowed)))
     func daemonThroughRestarts() throws {
         guard Self.available else { return }
+        try Self.withRestartableGPSD { gpsd, directory in
+            let socket = directory.file("run/control.sock")
+            try Self.withTool(
+                "locationd", ["--gpsd", "127.0.0.1:\(gpsd.port)", "--socket", socket] + Self.backoffFlags, in: directory
+            ) { daemon, _, daemonErr in
+                let deadline = Date().addingTimeInterval(20)
+                while daemon.isRunning, Date() < deadline,
+                    (try? ControlClient.request(.state(set: nil), path: socket, timeout: .seconds(2))) == nil
+                {
+                    usleep(20_000)
+                }
+                try #require(daemon.isRunning, "locationd did not start: \((try? String(contentsOfFile: daemonErr, encoding: .utf8)) ?? "")")
+                try Self.withTool("locationctl", ["watch", "--socket", socket, "--format", "jsonl"], in: directory) { watcher, out, _ in
+                    let log = EventLog(path: out)
+                    let recoveries = try Self.restart(gpsd, log: log) { daemon.isRunning && watcher.isRunning }
+
+                    // The daemon's own view after the last recovery: connected, with a fresh fix.
+                    let status = try Tool.run("locationctl", ["status", "--socket", socket, "--format", "json"], in: directory)
+                    #expect(status.status == 0)
+                    #expect(status.stdout.contains(#""sourceStatus":"has-fix""#), "\(status.stdout)")
+                    let current = try Tool.run("locationctl", ["current", "--socket", socket, "--format", "json"], in: directory)
+                    #expect(current.status == 0, "\(current.stderr)")
+                    let fix = try? JSONDecoder().decode(Location.self, from: Data(current.stdout.utf8))
+                    #expect(fix.map { $0.timestamp >= log.lastTimestamp! } == true, "current gives the newest fix: \(current.stdout)")
+
+                    watcher.interrupt()
+                    watcher.waitUntilExit()
+                    #expect(watcher.terminationStatus == 0)
+                    daemon.terminate()
+                    daemon.waitUntilExit()
+                    #expect(daemon.terminationStatus == 0, "locationd shut down cleanly")
+                    Self.check(log, port: gpsd.port)
+                    Self.summarise("locationd", recoveries)
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with a gpsd already accepting connections, reading a fresh ``NMEAFeedServer``, and a
+    /// temporary directory; ends gpsd and the feed afterwards, however `body` ends.
+    static func withRestartableGPSD(_ body: (GPSDProcess, TemporaryDirectory) throws -> Void) throws {
         let feed = try NMEAFeedServer()
         let gpsd = try GPSDProcess(feedPort: feed.port)
         defer {
@@ -72,51 +103,23 @@ struct GPSDRestartTests {
             feed.stop()
         }
         try gpsd.start()
-        let directory = TemporaryDirectory()
-        let socket = directory.file("run/control.sock")
-        let (daemon, _, daemonErr) = try Tool.start(
-            "locationd", ["--gpsd", "127.0.0.1:\(gpsd.port)", "--socket", socket] + Self.backoffFlags, in: directory)
+        try body(gpsd, TemporaryDirectory())
+    }
+
+    /// Runs `body` with one of the built executables started (its process and the files of its standard
+    /// output and error); terminates it afterwards if it is still running.
+    static func withTool(
+        _ name: String, _ arguments: [String], in directory: TemporaryDirectory,
+        _ body: (Process, _ stdout: String, _ stderr: String) throws -> Void
+    ) throws {
+        let (process, out, err) = try Tool.start(name, arguments, in: directory)
         defer {
-            if daemon.isRunning {
-                daemon.terminate()
-                daemon.waitUntilExit()
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
             }
         }
-        let deadline = Date().addingTimeInterval(20)
-        while daemon.isRunning, Date() < deadline,
-            (try? ControlClient.request(.state(set: nil), path: socket, timeout: .seconds(2))) == nil
-        {
-            usleep(20_000)
-        }
-        try #require(daemon.isRunning, "locationd did not start: \((try? String(contentsOfFile: daemonErr, encoding: .utf8)) ?? "")")
-        let (watcher, out, _) = try Tool.start(
-            "locationctl", ["watch", "--socket", socket, "--format", "jsonl"], in: directory)
-        defer {
-            if watcher.isRunning {
-                watcher.terminate()
-                watcher.waitUntilExit()
-            }
-        }
-        let log = EventLog(path: out)
-        let recoveries = try Self.restart(gpsd, log: log) { daemon.isRunning && watcher.isRunning }
-
-        // The daemon's own view after the last recovery: connected, with a fresh fix.
-        let status = try Tool.run("locationctl", ["status", "--socket", socket, "--format", "json"], in: directory)
-        #expect(status.status == 0)
-        #expect(status.stdout.contains(#""sourceStatus":"has-fix""#), "\(status.stdout)")
-        let current = try Tool.run("locationctl", ["current", "--socket", socket, "--format", "json"], in: directory)
-        #expect(current.status == 0, "\(current.stderr)")
-        let fix = try? JSONDecoder().decode(Location.self, from: Data(current.stdout.utf8))
-        #expect(fix.map { $0.timestamp >= log.lastTimestamp! } == true, "current gives the newest fix: \(current.stdout)")
-
-        watcher.interrupt()
-        watcher.waitUntilExit()
-        #expect(watcher.terminationStatus == 0)
-        daemon.terminate()
-        daemon.waitUntilExit()
-        #expect(daemon.terminationStatus == 0, "locationd shut down cleanly")
-        Self.check(log, port: gpsd.port)
-        Self.summarise("locationd", recoveries)
+        try body(process, out, err)
     }
 
     /// Kills gpsd (SIGKILL and SIGTERM in turn) and starts it again, ``rounds`` times, checking each

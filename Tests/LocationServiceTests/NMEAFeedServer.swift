@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import Synchronization
 
 /// A receiver that never stops: a loopback TCP server sending a 10 Hz NMEA stream (GGA then RMC per
@@ -16,28 +17,10 @@ final class NMEAFeedServer: Sendable {
     let port: Int
     private let listener: Int32
     private let running = Atomic<Bool>(true)
-    private let finished = Mutex<Bool>(false)
+    private let finished = Atomic<Bool>(false)
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LocationServiceTestFailure("socket() failed") }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound, listen(fd, 8) == 0 else {
-            close(fd)
-            throw LocationServiceTestFailure("cannot listen on loopback")
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try LoopbackTCP.listen(backlog: 8)
         let thread = Thread { [self] in self.serve() }
         thread.start()
     }
@@ -48,7 +31,7 @@ final class NMEAFeedServer: Sendable {
     func stop() {
         running.store(false, ordering: .sequentiallyConsistent)
         let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline, !finished.withLock({ $0 }) { usleep(5_000) }
+        while Date() < deadline, !finished.load(ordering: .sequentiallyConsistent) { usleep(5_000) }
     }
 
     /// The fix time of an epoch, as a `Date`.
@@ -61,7 +44,7 @@ final class NMEAFeedServer: Sendable {
         defer {
             clients.forEach { close($0) }
             close(listener)
-            finished.withLock { $0 = true }
+            finished.store(true, ordering: .sequentiallyConsistent)
         }
         let clock = ContinuousClock()
         let start = clock.now

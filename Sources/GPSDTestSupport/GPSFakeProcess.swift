@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A private gpsd started by `gpsfake` on a loopback port, replaying one capture: gpsfake in a process
+/// group of its own, which its gpsd joins, and the shared memory that gpsd leaves, counted in
+/// ``GPSDSharedMemory``'s ledger from start to ``stop()``.
+///
+/// In port mode gpsd drops what the capture says before the first client watches: connect as soon as
+/// ``waitUntilAccepting(timeout:)`` returns.
+package final class GPSFakeProcess: Sendable {
+    /// The port gpsd listens on, on 127.0.0.1.
+    package let port: Int
+    /// gpsfake itself.
+    package let process: ChildProcess
+    private let stopped = Atomic<Bool>(false)
+
+    /// Whether gpsfake and gpsd are both installed.
+    package static var isInstalled: Bool { ExecutableLookup.gpsfake != nil && ExecutableLookup.gpsd != nil }
+
+    /// Starts `gpsfake -1 -q -P port options... capture` (`port` nil picks a free one); does not wait.
+    package init(capture: String, port: Int? = nil, options: [String] = ["-c", "0.05"]) throws(TestSupportError) {
+        let install = "apt-get install gpsd gpsd-clients python3-gps"
+        guard let gpsfake = ExecutableLookup.gpsfake else { throw .notInstalled(program: "gpsfake", install: install) }
+        guard ExecutableLookup.gpsd != nil else { throw .notInstalled(program: "gpsd", install: install) }
+        if let port {
+            self.port = port
+        } else {
+            self.port = try LoopbackTCP.freePort()
+        }
+        // gpsfake finds gpsd on PATH, which may lack the sbin folders.
+        let path = (ProcessInfo.processInfo.environment["PATH"].map { [$0] } ?? []) + ExecutableLookup.systemFolders
+        GPSDSharedMemory.processStarted()
+        do {
+            process = try ChildProcess(
+                [gpsfake, "-1", "-q", "-P", String(self.port)] + options + [capture],
+                environment: ["PATH": path.joined(separator: ":")])
+        } catch {
+            GPSDSharedMemory.processEnded()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// The gpsd that gpsfake started, while it runs.
+    package var gpsdPID: pid_t? { process.children(named: "gpsd").first }
+
+    /// Whether gpsd accepts connections now; the first time it does, its process is noted as ours, so the
+    /// shared memory it creates is removed later.
+    package func isAccepting() -> Bool {
+        guard LoopbackTCP.accepts(port: port) else { return false }
+        if let gpsd = gpsdPID { GPSDSharedMemory.daemonStarted(gpsd) }
+        return true
+    }
+
+    /// Waits, polling, until gpsd accepts connections.
+    package func waitUntilAccepting(timeout: Duration = .seconds(20)) throws(TestSupportError) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !isAccepting() {
+            guard clock.now < deadline else { throw notAccepting(timeout) }
+            usleep(5_000)
+        }
+    }
+
+    /// Waits, polling without blocking a thread, until gpsd accepts connections.
+    package func waitUntilAccepting(timeout: Duration = .seconds(20)) async throws(TestSupportError) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !isAccepting() {
+            guard clock.now < deadline else { throw notAccepting(timeout) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Ends gpsfake and its gpsd (SIGTERM, which gpsfake passes on to gpsd; SIGKILL of the group after
+    /// 3 s) and removes gpsd's export segment and, when it was the last, the NTP ones; safe to call again.
+    package func stop() {
+        process.stop()
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        GPSDSharedMemory.remove(key: GPSDSharedMemory.exportKey(port: port))
+        GPSDSharedMemory.processEnded()
+    }
+
+    private func notAccepting(_ timeout: Duration) -> TestSupportError {
+        let state = process.reap().map { "gpsfake ended with \($0)" } ?? "gpsfake still runs"
+        return .timedOut("gpsd on port \(port) did not accept connections within \(timeout) (\(state))")
+    }
+}
