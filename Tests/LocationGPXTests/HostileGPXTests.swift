@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationTesting
 import Testing
 
 #if canImport(Glibc)

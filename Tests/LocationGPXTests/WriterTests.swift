@@ -1,6 +1,7 @@
 import CLibXML2
 import Foundation
 import LocationCore
+import LocationTesting
 import Testing
 
 @testable import LocationGPX
@@ -235,20 +236,6 @@ import Testing
 }
 
 // MARK: - Helpers
-
-/// SplitMix64: a tiny seeded generator, the same everywhere.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}
 
 enum ExternalTool {
     static let gpsbabel = find("gpsbabel")

@@ -1,6 +1,7 @@
 import Foundation
 import LocationControl
 import LocationCore
+import LocationTesting
 import Testing
 
 /// gpsd killed and started again, round after round, under one `locationctl watch --gpsd` and under one
@@ -127,7 +128,7 @@ struct GPSDRestartTests {
     static func restart(_ gpsd: GPSDProcess, log: EventLog, alive: () -> Bool) throws -> [Double] {
         var recoveries: [Double] = []
         // The same gaps every run: reconnection attempts fail at different points of the backoff.
-        var generator = SplitMix64Generator(seed: 2947)
+        var generator = SplitMix64(seed: 2947)
         for round in 1...rounds {
             let before = log.locationCount
             try #require(
@@ -178,22 +179,5 @@ struct GPSDRestartTests {
         guard !sorted.isEmpty else { return }
         let median = String(format: "%.2f", sorted[sorted.count / 2]), longest = String(format: "%.2f", sorted.last!)
         print("\(name): \(sorted.count) gpsd restarts; first fix after gpsd accepted again: median \(median) s, max \(longest) s (limit \(cap + 1) s)")
-    }
-}
-
-/// A small seeded generator, so the pauses between restarts are the same on every run.
-struct SplitMix64Generator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
