@@ -18,4 +18,8 @@ public enum Sanitizer {
 
     /// Whether memory figures mean what they say in this build.
     public static var memoryFiguresAreMeaningful: Bool { active == nil }
+
+    /// Whether deadlines that measure speed under load mean what they say in this build: a sanitizer slows
+    /// every instrumented process several times over, the test runner's own threads included.
+    public static var speedUnderLoadIsMeaningful: Bool { active == nil }
 }

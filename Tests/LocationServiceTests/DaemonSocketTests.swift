@@ -56,7 +56,8 @@ struct DaemonSocketTests {
     @Test(
         "200 clients come and go while 50 watchers stream and one client never reads: bounded memory, nobody starves",
         // Its deadlines (a watcher silent for 3 s, the stuck client dropped within the stall timeout + 10 s)
-        // measure the daemon's speed, which ThreadSanitizer slows many times over on 2 cores.
+        // measure the daemon's speed, which ThreadSanitizer slows many times over on 2 cores. Under
+        // AddressSanitizer it runs for what it finds in the daemon, without the checks of who kept up.
         .enabled(if: Sanitizer.active != "thread", "timing under load is not meaningful under ThreadSanitizer"),
         .timeLimit(.minutes(3)))
     func crowdsAndAStuckClient() throws {
@@ -142,7 +143,13 @@ struct DaemonSocketTests {
         // Watchers keep streaming a little after the churn, then everyone stops.
         usleep(1_000_000)
         #expect(daemon.process.isRunning, "the daemon stayed up")
-        #expect(try daemon.status().watchers == watcherCount, "the 50 watchers are still connected")
+        // Under AddressSanitizer the test's own 250 threads can be too slow to read for the stall timeout,
+        // and the daemon then rightly drops a watcher; so who kept up is asserted in normal builds only.
+        let speedChecked = Sanitizer.speedUnderLoadIsMeaningful
+        let watchersAtEnd = try daemon.status().watchers
+        if speedChecked {
+            #expect(watchersAtEnd == watcherCount, "the 50 watchers are still connected")
+        }
         stop.withLock { $0 = true }
         #expect(threads.wait(timeout: .now() + 30) == .success, "every client thread finished")
 
@@ -152,7 +159,9 @@ struct DaemonSocketTests {
 
         let dropped = try #require(stuckDroppedAfter, "the stuck client was never dropped")
         // Filling its socket at 100 lines/s takes a few seconds; then it has stallTimeout to read something.
-        #expect(dropped <= stallTimeout + 10, "dropped after \(dropped) s")
+        if speedChecked {
+            #expect(dropped <= stallTimeout + 10, "dropped after \(dropped) s")
+        }
         #expect(Self.drainsToEnd(stuck), "the daemon closed the stuck client's connection")
 
         let peak = samples.max() ?? baseline
@@ -164,9 +173,10 @@ struct DaemonSocketTests {
         }
         let logs = watchers.value
         for (index, log) in logs.enumerated() {
+            #expect(log.backwards == 0, "watcher \(index) saw \(log.backwards) fixes out of order")
+            guard speedChecked else { continue }
             #expect(log.failure == nil, "watcher \(index): \(log.failure ?? "")")
             #expect(log.locations >= 200, "watcher \(index) received \(log.locations) locations")
-            #expect(log.backwards == 0, "watcher \(index) saw \(log.backwards) fixes out of order")
             #expect(log.longestGap <= 3, "watcher \(index) waited \(log.longestGap) s for a location")
         }
 
@@ -180,7 +190,8 @@ struct DaemonSocketTests {
                 + "watchers got \(logs.map(\.locations).min() ?? 0)–\(logs.map(\.locations).max() ?? 0) locations, "
                 + "longest gap \(String(format: "%.2f", logs.map(\.longestGap).max() ?? 0)) s, "
                 + "\(logs.map(\.lagged).reduce(0, +)) lag reports; descriptors \(descriptorsBefore) with the watchers, "
-                + "\(Self.openDescriptors(pid)) after")
+                + "\(Self.openDescriptors(pid)) after; \(watchersAtEnd) watchers still connected"
+                + (speedChecked ? "" : " (\(Sanitizer.active ?? ""): who kept up is not asserted)"))
     }
 
     // MARK: - Helpers
