@@ -13,14 +13,14 @@ public struct GPSDOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Watch only this receiver device.", valueName: "PATH"))
     public var device: String?
 
-    @Option(name: .customLong("gpsd-reconnect-delay"), help: ArgumentHelp("Seconds before the first reconnection after gpsd went away; doubles on each failure (default 0.25).", valueName: "SEC"))
-    public var reconnectDelay: Double?
+    @Option(name: .customLong("gpsd-reconnect-delay"), parsing: .unconditional, help: ArgumentHelp("Seconds before the first reconnection after gpsd went away; doubles on each failure (default 0.25; \(ValueRange.reconnectDelay)).", valueName: "SEC"))
+    public var reconnectDelay: NumberArgument?
 
-    @Option(name: .customLong("gpsd-max-reconnect-delay"), help: ArgumentHelp("Longest delay between reconnections to gpsd (default 5).", valueName: "SEC"))
-    public var maxReconnectDelay: Double?
+    @Option(name: .customLong("gpsd-max-reconnect-delay"), parsing: .unconditional, help: ArgumentHelp("Longest delay between reconnections to gpsd (default 5; \(ValueRange.reconnectDelay)).", valueName: "SEC"))
+    public var maxReconnectDelay: NumberArgument?
 
-    @Option(name: .customLong("gpsd-watchdog"), help: ArgumentHelp("Reconnect when gpsd sends nothing for this long (default 5).", valueName: "SEC"))
-    public var watchdog: Double?
+    @Option(name: .customLong("gpsd-watchdog"), parsing: .unconditional, help: ArgumentHelp("Reconnect when gpsd sends nothing for this long (default 5; \(ValueRange.watchdog)).", valueName: "SEC"))
+    public var watchdog: NumberArgument?
 
     /// Whether any gpsd flag was given.
     public var isSet: Bool {
@@ -30,9 +30,13 @@ public struct GPSDOptions: ParsableArguments {
     /// Puts the flags' values into `settings`; an unparsable address or a bad delay is a usage error.
     public func apply(to settings: inout ServiceConfiguration) throws(CommandFailure) {
         if let device { settings.gpsdDevice = device }
-        if let reconnectDelay { settings.gpsdReconnectDelay = reconnectDelay }
-        if let maxReconnectDelay { settings.gpsdMaxReconnectDelay = maxReconnectDelay }
-        if let watchdog { settings.gpsdWatchdog = watchdog }
+        if let reconnectDelay {
+            settings.gpsdReconnectDelay = try reconnectDelay.value(in: .reconnectDelay, for: "--gpsd-reconnect-delay")
+        }
+        if let maxReconnectDelay {
+            settings.gpsdMaxReconnectDelay = try maxReconnectDelay.value(in: .reconnectDelay, for: "--gpsd-max-reconnect-delay")
+        }
+        if let watchdog { settings.gpsdWatchdog = try watchdog.value(in: .watchdog, for: "--gpsd-watchdog") }
         do throws(LocationError) {
             if let gpsd {
                 let endpoint = try GPSDEndpoint(parsing: gpsd)

@@ -7,14 +7,14 @@ public struct PolicyOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
     public init() {}
 
-    @Option(name: .customLong("reduced-interval"), help: ArgumentHelp("Seconds between background acquisitions (default 60).", valueName: "SEC"))
-    public var reducedInterval: Double?
+    @Option(name: .customLong("reduced-interval"), parsing: .unconditional, help: ArgumentHelp("Seconds between background acquisitions (default 60; \(ValueRange.backgroundInterval)).", valueName: "SEC"))
+    public var reducedInterval: NumberArgument?
 
-    @Option(name: .customLong("reduced-accuracy"), help: ArgumentHelp("Accuracy in metres that ends a background acquisition (default 100).", valueName: "METRES"))
-    public var reducedAccuracy: Double?
+    @Option(name: .customLong("reduced-accuracy"), parsing: .unconditional, help: ArgumentHelp("Accuracy in metres that ends a background acquisition (default 100; \(ValueRange.distance)).", valueName: "METRES"))
+    public var reducedAccuracy: NumberArgument?
 
-    @Option(name: .customLong("reduced-distance"), help: ArgumentHelp("Minimum metres between background deliveries (default: none).", valueName: "METRES"))
-    public var reducedDistance: Double?
+    @Option(name: .customLong("reduced-distance"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between background deliveries (default: none; \(ValueRange.distance)).", valueName: "METRES"))
+    public var reducedDistance: NumberArgument?
 
     @Option(name: .customLong("background-location"), help: ArgumentHelp("on: a background app keeps live reduced updates; off: it is suspended after the grace period and fixes are held (default on).", valueName: "on|off"))
     public var backgroundLocation: Switch?
@@ -24,12 +24,17 @@ public struct PolicyOptions: ParsableArguments {
 
     /// Loads the configuration file (if any), then applies the flags on top.
     public func resolve() async throws -> ServiceConfiguration {
-        var configuration = try await ServiceConfiguration.load(path: config)
-        if let reducedInterval { configuration.reducedInterval = reducedInterval }
-        if let reducedAccuracy { configuration.reducedAccuracy = reducedAccuracy }
-        if let reducedDistance { configuration.reducedDistance = reducedDistance }
+        var configuration: ServiceConfiguration
+        do throws(LocationError) { configuration = try await ServiceConfiguration.load(path: config) } catch {
+            throw CommandFailure.usage(error.message)
+        }
+        if let reducedInterval {
+            configuration.reducedInterval = try reducedInterval.value(in: .backgroundInterval, for: "--reduced-interval")
+        }
+        if let reducedAccuracy { configuration.reducedAccuracy = try reducedAccuracy.value(in: .distance, for: "--reduced-accuracy") }
+        if let reducedDistance { configuration.reducedDistance = try reducedDistance.value(in: .distance, for: "--reduced-distance") }
         if let backgroundLocation { configuration.backgroundLocation = backgroundLocation == .on }
-        try configuration.validate()
+        do throws(LocationError) { try configuration.validate() } catch { throw CommandFailure.usage(error.message) }
         return configuration
     }
 }

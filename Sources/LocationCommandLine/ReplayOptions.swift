@@ -8,8 +8,8 @@ public struct ReplayOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
     public init() {}
 
-    @Option(help: ArgumentHelp("Play this many times faster than recorded (any positive number).", valueName: "X"))
-    public var speed: Double?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Play this many times faster than recorded (\(ValueRange.speedFactor)).", valueName: "X"))
+    public var speed: NumberArgument?
 
     @Flag(help: "Play as fast as possible.")
     public var fast = false
@@ -17,14 +17,17 @@ public struct ReplayOptions: ParsableArguments {
     @Flag(help: "Start over after the last point, until stopped.")
     public var loop = false
 
-    @Option(name: .customLong("start-at"), help: ArgumentHelp("Start at this point (0-based).", valueName: "N"))
-    public var startAt: Int?
+    @Option(name: .customLong("start-at"), parsing: .unconditional, help: ArgumentHelp("Start at this point (0-based; \(ReplayOptions.startRange)).", valueName: "N"))
+    public var startAt: NumberArgument?
 
-    @Option(name: .customLong("max-gap"), help: ArgumentHelp("Shorten gaps between segments to this many seconds (default 10).", valueName: "SEC"))
-    public var maxGap: Double?
+    @Option(name: .customLong("max-gap"), parsing: .unconditional, help: ArgumentHelp("Shorten gaps between segments to this many seconds (default 10; \(ValueRange.trackTime)).", valueName: "SEC"))
+    public var maxGap: NumberArgument?
 
-    @Option(name: .customLong("untimed-speed"), help: ArgumentHelp("Speed along points without times, m/s (default 5).", valueName: "MPS"))
-    public var untimedSpeed: Double?
+    @Option(name: .customLong("untimed-speed"), parsing: .unconditional, help: ArgumentHelp("Speed along points without times (default 5; \(ValueRange.speed)).", valueName: "MPS"))
+    public var untimedSpeed: NumberArgument?
+
+    /// The points `--start-at` may name.
+    static let startRange = ValueRange(0...1e15, unit: "")
 
     @Option(help: ArgumentHelp("Timestamps as recorded, or rebased to now.", valueName: "recorded|now"))
     public var timestamps: TimestampChoice = .recorded
@@ -39,22 +42,18 @@ public struct ReplayOptions: ParsableArguments {
 
     public func validate() throws {
         if fast, speed != nil { throw ValidationError("use either --speed or --fast, not both") }
-        if let speed, !(speed.isFinite && speed > 0) { throw ValidationError("--speed must be a positive number, got \(speed)") }
-        if let startAt, startAt < 0 { throw ValidationError("--start-at must be 0 or more, got \(startAt)") }
-        if let maxGap, !(maxGap.isFinite && maxGap >= 0) { throw ValidationError("--max-gap must be 0 or more seconds") }
-        if let untimedSpeed, !(untimedSpeed.isFinite && untimedSpeed > 0) {
-            throw ValidationError("--untimed-speed must be a positive number of metres per second")
-        }
+        do { _ = try sourceOptions() } catch { throw ValidationError(error.message) }
     }
 
-    /// The replay source's options these flags describe.
-    public var sourceOptions: GPXReplaySource.Options {
+    /// The replay source's options these flags describe; a usage failure (64) naming the first flag whose
+    /// value is out of its range.
+    public func sourceOptions() throws(CommandFailure) -> GPXReplaySource.Options {
         var options = GPXReplaySource.Options()
-        options.pacing = fast ? .asFastAsPossible : .speedFactor(speed ?? 1)
+        options.pacing = fast ? .asFastAsPossible : .speedFactor(try speed?.value(in: .speedFactor, for: "--speed") ?? 1)
         options.loop = loop
-        if let startAt { options.start = .index(startAt) }
-        if let maxGap { options.maxGap = .seconds(maxGap) }
-        if let untimedSpeed { options.untimedSpeed = untimedSpeed }
+        if let startAt { options.start = .index(try startAt.integer(in: Self.startRange, for: "--start-at")) }
+        if let maxGap { options.maxGap = try maxGap.duration(in: .trackTime, for: "--max-gap") }
+        if let untimedSpeed { options.untimedSpeed = try untimedSpeed.value(in: .speed, for: "--untimed-speed") }
         options.timestamps = timestamps == .now ? .rebasedToNow : .recorded
         return options
     }

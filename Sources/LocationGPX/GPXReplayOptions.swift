@@ -30,8 +30,8 @@ extension GPXReplaySource {
 
         /// How fast track time runs on the clock.
         public enum Pacing: Sendable, Hashable {
-            /// Track time runs this many times faster than the clock (any positive, finite value; `1` is real
-            /// time, `0.5` half speed).
+            /// Track time runs this many times faster than the clock (within ``ValueRange/speedFactor``,
+            /// 0.001…1000000; `1` is real time, `0.5` half speed).
             case speedFactor(Double)
             /// No waiting at all: every point is delivered as soon as the previous one is.
             case asFastAsPossible
@@ -87,8 +87,8 @@ extension GPXReplaySource {
         /// Throws `LocationError/Code/invalidConfiguration` naming the first value out of range.
         public func validate() throws(LocationError) {
             func invalid(_ message: String) -> LocationError { LocationError(.invalidConfiguration, message) }
-            if case .speedFactor(let factor) = pacing, !(factor.isFinite && factor > 0) {
-                throw invalid("replay speed factor \(factor) must be a positive finite number")
+            if case .speedFactor(let factor) = pacing {
+                _ = try ValueRange.speedFactor.value(factor, for: "replay speed factor")
             }
             switch start {
             case .index(let index) where index < 0: throw invalid("replay start index \(index) must be ≥ 0")
@@ -96,10 +96,9 @@ extension GPXReplaySource {
             default: break
             }
             guard loopGap > .zero else { throw invalid("replay loop gap \(loopGap) must be > 0") }
-            if let maxGap, maxGap < .zero { throw invalid("replay maxGap \(maxGap) must be ≥ 0") }
-            guard untimedSpeed.isFinite, untimedSpeed > 0 else {
-                throw invalid("replay speed for untimed points \(untimedSpeed) m/s must be a positive finite number")
-            }
+            _ = try ValueRange.trackTime.value(loopGap.seconds, for: "replay loop gap")
+            if let maxGap { _ = try ValueRange.trackTime.value(maxGap.seconds, for: "replay maximum gap") }
+            _ = try ValueRange.speed.value(untimedSpeed, for: "replay speed for untimed points")
         }
     }
 }

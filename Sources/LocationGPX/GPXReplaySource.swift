@@ -74,6 +74,8 @@ private final class ReplayRun {
     private var reportedStepBack = false
     private var deliveredAny = false
     private var stepsSinceYield = 0
+    /// Acquisitions in a row that found no point (see ``noteEmptyAcquisitions(_:_:)``).
+    private var emptyAcquisitions: Int64 = 0
 
     private enum Outcome {
         case ended
@@ -103,6 +105,14 @@ private final class ReplayRun {
             }
             switch outcome {
             case .ended:
+                if emptyAcquisitions > 0 {
+                    context.report(
+                        .error(
+                            LocationError(
+                                .noFix,
+                                "\(emptyAcquisitions) acquisition\(emptyAcquisitions == 1 ? "" : "s") without a point "
+                                    + "before \(planner.fileName) ended")))
+                }
                 context.report(.status(.ended))
                 return
             case .modeChanged(let next):
@@ -132,7 +142,23 @@ private final class ReplayRun {
         var cycleStart = currentTrackTime()
         try await skip(before: cycleStart)
         while true {
-            guard try peek() != nil else { return .ended }
+            guard let next = try peek() else { return .ended }
+
+            // Acquisitions whose window holds no point are skipped in one step, whatever the gap (a year of
+            // track time is half a million one-minute intervals): counted, reported once.
+            if next.trackTime >= cycleStart + cycle.acquisitionTimeout, cycle.interval > .zero {
+                let whole = ((next.trackTime - cycleStart) / cycle.interval).rounded(.down)
+                let cycles = Int64(Swift.max(1, Swift.min(whole, 1e15)))
+                noteEmptyAcquisitions(cycles, cycle)
+                context.report(.status(.resting))
+                cycleStart = cycleStart + cycle.interval * cycles
+                if let changed = try await wait(until: cycleStart, mode) {
+                    try await skip(before: currentTrackTime())
+                    return .modeChanged(changed)
+                }
+                try await skip(before: cycleStart)
+                continue
+            }
 
             var selector = AcquisitionSelector(desiredAccuracy: cycle.desiredAccuracy)
             let timeout = cycleStart + cycle.acquisitionTimeout
@@ -141,7 +167,7 @@ private final class ReplayRun {
                 if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
                 consume(step)
                 if selector.offer(step.location) {
-                    deliver(step.location)
+                    deliverAcquired(step.location)
                     endedAt = step.trackTime
                     break
                 }
@@ -149,20 +175,14 @@ private final class ReplayRun {
             if endedAt == nil {
                 if try peek() == nil {
                     // The file ended during the acquisition, like a receiver going away: keep the best.
-                    if let best = selector.best { deliver(best) }
+                    if let best = selector.best { deliverAcquired(best) }
                     return .ended
                 }
                 if let changed = try await wait(until: timeout, mode) { return .modeChanged(changed) }
                 if let best = selector.best {
-                    deliver(best)
+                    deliverAcquired(best)
                 } else {
-                    let seconds = cycle.acquisitionTimeout.seconds
-                    context.report(
-                        .error(
-                            LocationError(
-                                .noFix,
-                                "no fix within the acquisition timeout of \(seconds) s "
-                                    + "(\(planner.fileName) has no point in this stretch of track time)")))
+                    noteEmptyAcquisitions(1, cycle)
                 }
                 endedAt = timeout
             }
@@ -176,6 +196,36 @@ private final class ReplayRun {
             }
             try await skip(before: cycleStart)
         }
+    }
+
+    /// Counts acquisitions that found no point; the first of a run is reported at once, the run's length
+    /// when a fix comes again (``deliverAcquired(_:)``), so a long gap costs two lines, not one per interval.
+    private func noteEmptyAcquisitions(_ count: Int64, _ cycle: DutyCycle) {
+        if emptyAcquisitions == 0 {
+            let seconds = cycle.acquisitionTimeout.seconds
+            context.report(
+                .error(
+                    LocationError(
+                        .noFix,
+                        "no fix within the acquisition timeout of \(seconds) s "
+                            + "(\(planner.fileName) has no point in this stretch of track time; "
+                            + "the acquisitions that follow without a point are counted when a fix comes again)")))
+        }
+        emptyAcquisitions += count
+    }
+
+    /// Delivers an acquired fix, first saying how many acquisitions before it found nothing.
+    private func deliverAcquired(_ location: Location) {
+        if emptyAcquisitions > 0 {
+            context.report(
+                .error(
+                    LocationError(
+                        .sourceRecovered,
+                        "a fix again after \(emptyAcquisitions) acquisition\(emptyAcquisitions == 1 ? "" : "s") "
+                            + "without a point in \(planner.fileName)")))
+            emptyAcquisitions = 0
+        }
+        deliver(location)
     }
 
     // MARK: - Steps

@@ -4,7 +4,8 @@ import LocationCore
 /// A plan of lifecycle changes at moments of track time, such as `"120s:background,240s:suspended,480s:active"`.
 ///
 /// Each entry is `TIME:STATE`, separated by commas. TIME is a non-negative number with an optional unit
-/// `ms`, `s` (the default), `m` or `h`, counted from the first fix of the replay; STATE is `active`,
+/// `ms`, `s` (the default), `m` or `h`, counted from the first fix of the replay, at most 10¹² s (more than
+/// the widest span GPX times can have, ``ValueRange/trackTime``); STATE is `active`,
 /// `inactive`, `background` or `suspended`. Times must not decrease.
 public struct LifecycleScript: Sendable, Hashable {
     /// One planned change.
@@ -33,9 +34,7 @@ public struct LifecycleScript: Sendable, Hashable {
             }
             let parts = item.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw bad("expected TIME:STATE, such as 120s:background") }
-            guard let time = Self.parseTime(parts[0].trimmingCharacters(in: .whitespaces)) else {
-                throw bad("'\(parts[0])' is not a time; use a number with s, m, h or ms, such as 90s or 2m")
-            }
+            let time = try Self.parseTime(parts[0].trimmingCharacters(in: .whitespaces), entry: index + 1)
             let name = parts[1].trimmingCharacters(in: .whitespaces).lowercased()
             guard let state = ApplicationState(rawValue: name), state != .notRunning else {
                 throw bad("'\(parts[1])' is not a state; use active, inactive, background or suspended")
@@ -48,7 +47,7 @@ public struct LifecycleScript: Sendable, Hashable {
         self.entries = entries
     }
 
-    private static func parseTime(_ text: String) -> Duration? {
+    private static func parseTime(_ text: String, entry: Int) throws(LocationError) -> Duration {
         let units: [(String, Double)] = [("ms", 0.001), ("h", 3600), ("m", 60), ("s", 1)]
         var number = Substring(text)
         var scale = 1.0
@@ -57,9 +56,13 @@ public struct LifecycleScript: Sendable, Hashable {
             scale = factor
             break
         }
-        guard let value = Double(number), value.isFinite, value >= 0 else { return nil }
-        let seconds = value * scale
-        guard seconds < 1e12 else { return nil }
-        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+        let place = "lifecycle script entry \(entry) time"
+        guard let value = Double(number) else {
+            throw LocationError(
+                .invalidConfiguration,
+                "\(place): '\(ValueRange.printable(text))' is not a time; use a number with s, m, h or ms, such as 90s or 2m")
+        }
+        // The range applies to seconds; the value is shown as written, unit included.
+        return try ValueRange.trackTime.duration(seconds: value * scale, for: place, written: ValueRange.printable(text))
     }
 }

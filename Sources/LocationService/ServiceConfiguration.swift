@@ -86,92 +86,62 @@ public struct ServiceConfiguration: Sendable, Hashable {
             }
         }
         let reader = ConfigReader(providers: providers)
-        let origin = path.map { "configuration file \($0) or LOCATIOND_* environment" } ?? "LOCATIOND_* environment"
         var result = ServiceConfiguration()
-        var problems: [String] = []
-
-        func text(_ key: String) -> String? { reader.string(forKey: ConfigKey(stringLiteral: key)) }
-        func number(_ key: String) -> Double? {
-            let configKey = ConfigKey(stringLiteral: key)
-            if let value = reader.double(forKey: configKey) { return value }
-            if let value = reader.int(forKey: configKey) { return Double(value) }
-            if let raw = text(key) {
-                if let value = Double(raw.trimmingCharacters(in: .whitespaces)) { return value }
-                problems.append("\(key): '\(raw)' is not a number")
+        for key in keys {
+            guard let raw = reader.string(forKey: ConfigKey(stringLiteral: key.name)) ?? Self.nonTextValue(reader, key.name) else {
+                continue
             }
-            return nil
-        }
-        func flag(_ key: String) -> Bool? {
-            let configKey = ConfigKey(stringLiteral: key)
-            if let value = reader.bool(forKey: configKey) { return value }
-            if let raw = text(key) {
-                switch raw.lowercased() {
-                case "on", "true", "yes", "1": return true
-                case "off", "false", "no", "0": return false
-                default: problems.append("\(key): '\(raw)' is not on or off")
-                }
-            }
-            return nil
-        }
-
-        if let value = text("gpsd.host") { result.gpsdHost = value }
-        if let value = number("gpsd.port") { result.gpsdPort = Int(exactly: value) ?? -1 }
-        if let value = text("gpsd.device") { result.gpsdDevice = value }
-        if let value = number("gpsd.reconnectDelay") { result.gpsdReconnectDelay = value }
-        if let value = number("gpsd.maxReconnectDelay") { result.gpsdMaxReconnectDelay = value }
-        if let value = number("gpsd.watchdog") { result.gpsdWatchdog = value }
-        if let value = text("socket") { result.socketPath = value }
-        if let value = text("journal") { result.journalPath = value }
-        if let value = number("distanceFilter") { result.distanceFilter = value }
-        if let value = number("reduced.interval") { result.reducedInterval = value }
-        if let value = number("reduced.accuracy") { result.reducedAccuracy = value }
-        if let value = number("reduced.acquisitionTimeout") { result.reducedAcquisitionTimeout = value }
-        if let value = number("reduced.distance") { result.reducedDistance = value }
-        if let value = number("reduced.coarseningGrid") { result.reducedCoarseningGrid = value }
-        if let value = flag("backgroundLocation") { result.backgroundLocation = value }
-        if let value = number("batch.capacity") { result.batchCapacity = Int(exactly: value) ?? -1 }
-        if let value = number("lifecycle.gracePeriod") { result.gracePeriod = value }
-        if let value = number("lifecycle.taskTimeLimit") { result.taskTimeLimit = value }
-        if let value = number("control.stallTimeout") { result.controlStallTimeout = value }
-        if let problem = problems.first {
-            throw LocationError(.invalidConfiguration, "\(origin): \(problem)")
+            let place = environment[key.environmentVariable] != nil ? key.environmentVariable : path.map { "\($0): \(key.name)" } ?? key.name
+            try key.apply(raw, place, &result)
         }
         return result
+    }
+
+    /// A value the reader does not give as text (a YAML number or boolean), as text.
+    private static func nonTextValue(_ reader: ConfigReader, _ name: String) -> String? {
+        let key = ConfigKey(stringLiteral: name)
+        if let value = reader.int(forKey: key) { return String(value) }
+        if let value = reader.double(forKey: key) { return ValueRange.text(value) }
+        if let value = reader.bool(forKey: key) { return value ? "true" : "false" }
+        return nil
     }
 
     /// Checks every value; throws ``LocationError/Code/invalidConfiguration`` naming the first bad one.
     public func validate() throws(LocationError) {
         func bad(_ message: String) -> LocationError { LocationError(.invalidConfiguration, message) }
-        func positive(_ value: Double?, _ name: String) throws(LocationError) {
-            if let value, !(value.isFinite && value > 0) { throw bad("\(name) must be a positive number, got \(value)") }
+        func check(_ value: Double?, _ range: ValueRange, _ name: String) throws(LocationError) {
+            if let value { _ = try range.value(value, for: name) }
         }
         if gpsdHost.isEmpty { throw bad("gpsd host is empty") }
-        if !(1...65_535).contains(gpsdPort) { throw bad("gpsd port must be a whole number in 1...65535, got \(gpsdPort)") }
-        try positive(gpsdReconnectDelay, "gpsd reconnect delay")
-        try positive(gpsdMaxReconnectDelay, "gpsd maximum reconnect delay")
+        try check(Double(gpsdPort), .port, "gpsd port")
+        try check(gpsdReconnectDelay, .reconnectDelay, "gpsd reconnect delay")
+        try check(gpsdMaxReconnectDelay, .reconnectDelay, "gpsd maximum reconnect delay")
         if gpsdMaxReconnectDelay < gpsdReconnectDelay {
             throw bad("gpsd maximum reconnect delay \(gpsdMaxReconnectDelay) s is below the reconnect delay \(gpsdReconnectDelay) s")
         }
-        try positive(gpsdWatchdog, "gpsd watchdog")
-        try positive(reducedInterval, "reduced interval")
-        try positive(reducedAccuracy, "reduced accuracy")
-        try positive(reducedAcquisitionTimeout, "reduced acquisition timeout")
-        try positive(reducedDistance, "reduced distance")
-        try positive(reducedCoarseningGrid, "reduced coarsening grid")
-        try positive(distanceFilter, "distance filter")
-        try positive(gracePeriod, "grace period")
-        try positive(taskTimeLimit, "task time limit")
-        try positive(controlStallTimeout, "control stall timeout")
-        if batchCapacity < 1 { throw bad("batch capacity must be a whole number of at least 1, got \(batchCapacity)") }
+        try check(gpsdWatchdog, .watchdog, "gpsd watchdog")
+        try check(reducedInterval, .backgroundInterval, "reduced interval")
+        try check(reducedAccuracy, .distance, "reduced accuracy")
+        try check(reducedAcquisitionTimeout, .acquisitionTimeout, "reduced acquisition timeout")
+        try check(reducedDistance, .distance, "reduced distance")
+        try check(reducedCoarseningGrid, .distance, "reduced coarsening grid")
+        try check(distanceFilter, .distance, "distance filter")
+        try check(gracePeriod, .lifecycleTime, "grace period")
+        try check(taskTimeLimit, .lifecycleTime, "task time limit")
+        try check(controlStallTimeout, .stallTimeout, "control stall timeout")
+        try check(Double(batchCapacity), .batchCapacity, "batch capacity")
+        if socketPath.isEmpty { throw bad("socket path is empty") }
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
+        if journalPath?.isEmpty == true { throw bad("journal path is empty") }
     }
 
     /// The gpsd source configuration these values describe.
     public var gpsdConfiguration: GPSDConfiguration {
         GPSDConfiguration(
             host: gpsdHost, port: gpsdPort, devicePath: gpsdDevice,
-            reconnectDelay: .seconds(gpsdReconnectDelay), maximumReconnectDelay: .seconds(gpsdMaxReconnectDelay),
-            watchdogTimeout: .seconds(gpsdWatchdog))
+            reconnectDelay: ValueRange.duration(clampingSeconds: gpsdReconnectDelay),
+            maximumReconnectDelay: ValueRange.duration(clampingSeconds: gpsdMaxReconnectDelay),
+            watchdogTimeout: ValueRange.duration(clampingSeconds: gpsdWatchdog))
     }
 
     /// The manager configuration these values describe.
@@ -180,8 +150,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
             distanceFilter: distanceFilter,
             allowsBackgroundLocationUpdates: backgroundLocation,
             reduced: ReducedAccuracyPolicy(
-                interval: .seconds(reducedInterval), desiredAccuracy: reducedAccuracy,
-                acquisitionTimeout: .seconds(reducedAcquisitionTimeout), distanceFilter: reducedDistance,
+                interval: ValueRange.duration(clampingSeconds: reducedInterval), desiredAccuracy: reducedAccuracy,
+                acquisitionTimeout: ValueRange.duration(clampingSeconds: reducedAcquisitionTimeout),
+                distanceFilter: reducedDistance,
                 coarseningGrid: reducedCoarseningGrid),
             batchCapacity: batchCapacity,
             journalPath: journalPath)
@@ -190,6 +161,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// The lifecycle configuration these values describe.
     public var applicationConfiguration: ApplicationConfiguration {
         ApplicationConfiguration(
-            backgroundGracePeriod: .seconds(gracePeriod), backgroundTaskTimeLimit: .seconds(taskTimeLimit))
+            backgroundGracePeriod: ValueRange.duration(clampingSeconds: gracePeriod),
+            backgroundTaskTimeLimit: ValueRange.duration(clampingSeconds: taskTimeLimit))
     }
 }

@@ -45,7 +45,8 @@ public final class TrackTimeLifecycle: Sendable {
             let first = state.firstTimestamp ?? location.timestamp
             state.firstTimestamp = first
             let seconds = max(0, location.timestamp.timeIntervalSince(first))
-            let now = Duration.nanoseconds(Int64((seconds * 1e9).rounded()))
+            // GPX times span at most about 3.2e11 s (years 0001 to 9999): far inside what the conversion keeps.
+            let now = ValueRange.duration(clampingSeconds: seconds)
             clock.advance(to: ManualClock.Instant(offset: now))
             let current = clock.now.offset
             var due: [LifecycleScript.Entry] = []

@@ -22,11 +22,16 @@ struct Current: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Ask locationd on this control socket.", valueName: "PATH"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("Give up after this many seconds (default 30).", valueName: "SEC"))
-    var timeout: Double = 30
+    @Option(name: .customLong("timeout"), parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (default 30; \(ValueRange.positionTimeout)).", valueName: "SEC"))
+    var timeoutArgument: NumberArgument?
 
-    @Option(help: ArgumentHelp("Wait for a fix at least this accurate, else take the best within the timeout.", valueName: "METRES"))
-    var accuracy: Double?
+    @Option(name: .customLong("accuracy"), parsing: .unconditional, help: ArgumentHelp("Wait for a fix at least this accurate, else take the best within the timeout (\(ValueRange.distance)).", valueName: "METRES"))
+    var accuracyArgument: NumberArgument?
+
+    /// Seconds to wait, checked.
+    private var timeout: Double { get throws(CommandFailure) { try timeoutArgument?.value(in: .positionTimeout, for: "--timeout") ?? 30 } }
+    /// Metres wanted, checked.
+    private var accuracy: Double? { get throws(CommandFailure) { try accuracyArgument?.value(in: .distance, for: "--accuracy") } }
 
     @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
     var format: CurrentFormat = .text
@@ -37,8 +42,10 @@ struct Current: AsyncParsableCommand {
 
     func validate() throws {
         if gpsd != nil, socket != nil { throw ValidationError("use either --gpsd or --socket, not both") }
-        if !(timeout.isFinite && timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
-        if let accuracy, !(accuracy.isFinite && accuracy > 0) { throw ValidationError("--accuracy must be a positive number of metres") }
+        do {
+            _ = try timeout
+            _ = try accuracy
+        } catch { throw ValidationError(error.message) }
     }
 
     func run() async throws {
@@ -52,6 +59,8 @@ struct Current: AsyncParsableCommand {
     }
 
     private func locate() async throws -> Location {
+        let timeout = try self.timeout
+        let accuracy = try self.accuracy
         if gpsd == nil {
             let path = socket ?? ServiceConfiguration.defaultSocketPath()
             if let location = try await DaemonClient.current(

@@ -52,7 +52,7 @@ enum DaemonClient {
 
     /// Streams the daemon's events into `writer` until the limits, a signal, the duration, or the daemon ends it.
     static func watch(
-        socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Double?
+        socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?
     ) async throws -> CommandFailure? {
         let client: ControlClient
         let lines: AsyncThrowingStream<[UInt8], any Error>

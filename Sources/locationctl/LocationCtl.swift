@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationCommandLine
 
 /// `locationctl`: watch, replay, and query positions from the command line.
 @main
@@ -14,4 +15,9 @@ struct LocationCtl: AsyncParsableCommand {
             """,
         subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
     )
+
+    /// Runs the command; every failure is one line on standard error with its exit code.
+    static func main() async {
+        await CommandMain.run(Self.self)
+    }
 }

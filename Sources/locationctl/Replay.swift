@@ -50,7 +50,7 @@ struct Replay: AsyncParsableCommand {
         let script: LifecycleScript
         do { script = try LifecycleScript(parsing: lifecycle ?? "") } catch { throw CommandFailure.usage(error.message) }
 
-        let options = replayOptions.sourceOptions
+        let options = try replayOptions.sourceOptions()
         signal(SIGPIPE, SIG_IGN)
         let writer: EventWriter
         do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast && output == nil) } catch {

@@ -22,11 +22,18 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print locationd's events from this control socket.", valueName: "PATH"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("Stop after this many locations.", valueName: "N"))
-    var count: Int?
+    @Option(name: .customLong("count"), parsing: .unconditional, help: ArgumentHelp("Stop after this many locations (\(Watch.countRange)).", valueName: "N"))
+    var countArgument: NumberArgument?
 
-    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "SEC"))
-    var duration: Double?
+    @Option(name: .customLong("duration"), parsing: .unconditional, help: ArgumentHelp("Stop after this many seconds (\(ValueRange.watchDuration)).", valueName: "SEC"))
+    var durationArgument: NumberArgument?
+
+    /// The locations `--count` may ask for.
+    static let countRange = ValueRange(1...1e15, unit: "")
+    /// `--count`, checked.
+    private var count: Int? { get throws(CommandFailure) { try countArgument?.integer(in: Self.countRange, for: "--count") } }
+    /// `--duration`, checked.
+    private var duration: Duration? { get throws(CommandFailure) { try durationArgument?.duration(in: .watchDuration, for: "--duration") } }
 
     @Option(help: ArgumentHelp("high: foreground app; reduced: background app (with gpsd).", valueName: "high|reduced"))
     var policy: AccuracyPolicy = .high
@@ -43,8 +50,10 @@ struct Watch: AsyncParsableCommand {
         if socket != nil, gpsdOptions.isSet {
             throw ValidationError("--socket reads locationd; it cannot be combined with --gpsd or --device")
         }
-        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
-        if let duration, !(duration.isFinite && duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        do {
+            _ = try count
+            _ = try duration
+        } catch { throw ValidationError(error.message) }
     }
 
     func run() async throws {
@@ -54,20 +63,23 @@ struct Watch: AsyncParsableCommand {
             do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true) } catch {
                 throw CommandFailure.cannotCreate(error.message)
             }
-            let limits = WatchLimits(count: count)
+            let limits = WatchLimits(count: try count)
+            let duration = try self.duration
             let interrupts = await Interrupts.install()
             let failure: CommandFailure?
             if let socket {
                 failure = try await DaemonClient.watch(socket: socket, writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             } else {
-                failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts)
+                failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             }
             do throws(LocationError) { try writer.finish() } catch { throw CommandFailure.badData(error.message) }
             if let failure { throw failure }
         }
     }
 
-    private func watchGPSD(writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence) async throws -> CommandFailure? {
+    private func watchGPSD(
+        writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?
+    ) async throws -> CommandFailure? {
         var settings = try await policyOptions.resolve()
         try gpsdOptions.apply(to: &settings)
         let source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
@@ -140,7 +152,7 @@ final class WatchLimits: Sendable {
     }
 
     /// Waits for the count, an unreachable source, a signal, or the duration.
-    func wait(interrupts: UnixSignalsSequence, duration: Double?) async -> Outcome {
+    func wait(interrupts: UnixSignalsSequence, duration: Duration?) async -> Outcome {
         await withTaskGroup(of: Outcome.self) { group in
             group.addTask {
                 for await outcome in self.finished.stream { return outcome }
@@ -152,7 +164,7 @@ final class WatchLimits: Sendable {
             }
             if let duration {
                 group.addTask {
-                    try? await Task.sleep(for: .seconds(duration))
+                    try? await Task.sleep(for: duration)
                     return .timedOut
                 }
             }

@@ -21,6 +21,9 @@ struct LocationD: AsyncParsableCommand {
             state, status and watch. SIGTERM or SIGINT shut down gracefully, syncing the journal. \
             With --journal, the lifecycle state is saved beside it (JOURNAL.state) on every change, so a \
             daemon restarted after a crash resumes in the state it had, still holding its fixes.
+            Every number has a documented range (shown with each flag); a value outside it, in a flag, a \
+            LOCATIOND_* variable or the configuration file, exits 64 naming where it came from. \
+            --check-config checks all of it and exits without starting.
             Exit codes: 0 ok, 64 usage, 66 replay file missing, 73 socket or journal cannot be created.
             """)
 
@@ -44,6 +47,14 @@ struct LocationD: AsyncParsableCommand {
 
     @OptionGroup(title: "Policy") var policyOptions: PolicyOptions
 
+    @Flag(name: .customLong("check-config"), help: "Check the configuration, environment and flags (and that a --replay file is readable), print the result and exit: 0 if valid, else the usual code.")
+    var checkConfig = false
+
+    /// Runs the daemon; every failure is one line on standard error with its exit code.
+    static func main() async {
+        await CommandMain.run(Self.self)
+    }
+
     enum StartState: String, ExpressibleByArgument, CaseIterable {
         case active, background, suspended
     }
@@ -65,10 +76,19 @@ struct LocationD: AsyncParsableCommand {
             let source: any LocationSource
             if let replay {
                 try ReplayOptions.checkReadable(replay)
-                do throws(LocationError) { source = try GPXReplaySource(path: replay, options: replayOptions.sourceOptions) } catch {
+                if checkConfig {
+                    print("locationd: the configuration is valid (replaying \(replay), socket \(settings.socketPath))")
+                    return
+                }
+                let options = try replayOptions.sourceOptions()
+                do throws(LocationError) { source = try GPXReplaySource(path: replay, options: options) } catch {
                     throw CommandFailure.usage(error.message)
                 }
             } else {
+                if checkConfig {
+                    print("locationd: the configuration is valid (gpsd \(settings.gpsdHost):\(settings.gpsdPort), socket \(settings.socketPath))")
+                    return
+                }
                 do throws(LocationError) {
                     // gpsd's outages and bad data go to the log as well as to watchers: one line each.
                     let gpsd = try GPSDLocationSource(configuration: settings.gpsdConfiguration)

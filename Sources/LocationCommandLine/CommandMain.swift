@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+
+/// The entry point of `locationctl` and `locationd`: parses the command line and runs the command, so that
+/// every failure, a mistyped flag included, is one line on standard error with its sysexits code.
+///
+/// ArgumentParser's own reports span several lines (the error, the usage, a pointer to `--help`); a script or
+/// a log reading our stderr gets one line per failure instead, ending with where to find help.
+public enum CommandMain {
+    /// Parses the arguments as `Root`, runs the command and exits: 0, or the failure's code after one line.
+    public static func run<Root: ParsableCommand>(_ root: Root.Type) async -> Never {
+        let program = root.configuration.commandName ?? "locationctl"
+        var command: any ParsableCommand
+        do {
+            command = try root.parseAsRoot()
+        } catch {
+            let code = root.exitCode(for: error)
+            if code == .success {
+                print(root.fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+            let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+            FileHandle.standardError.write(Data("\(program): \(line) (see '\(program) --help')\n".utf8))
+            Foundation.exit(code.rawValue)
+        }
+        do {
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            failure.exit()
+        } catch {
+            let code = root.exitCode(for: error)
+            if code == .success { Foundation.exit(0) }
+            let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            // An error nobody mapped to a sysexits code is a bug of ours: EX_SOFTWARE, still one line.
+            CommandFailure(exitCode: 70, message: message).exit()
+        }
+        Foundation.exit(0)
+    }
+}

@@ -1,0 +1,177 @@
+/// The documented range of a number a person gives (a flag, an environment variable, a configuration key,
+/// a lifecycle script, a field of a file), and the one checked conversion from that number to a `Double`
+/// or a `Duration`.
+///
+/// Every surface that takes a duration or a rate goes through a `ValueRange`, so a value that is not a
+/// number, is infinite, negative or outside the range is refused with one line naming the place, the value
+/// as written and the range, and no conversion can trap:
+///
+/// ```swift
+/// let interval = try ValueRange.backgroundInterval.duration(parsing: "1e300", for: "--reduced-interval")
+/// // throws: --reduced-interval: 1e300 is above the largest allowed value; use 0.1…604800 s
+/// ```
+public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
+    /// The smallest allowed value.
+    public var lowerBound: Double
+    /// The largest allowed value.
+    public var upperBound: Double
+    /// The unit printed after the range, such as `s` or `m/s`.
+    public var unit: String
+
+    /// Creates a range of allowed values (both bounds included) with the unit they are given in.
+    public init(_ bounds: ClosedRange<Double>, unit: String) {
+        precondition(bounds.lowerBound.isFinite && bounds.upperBound.isFinite, "a value range has finite bounds")
+        lowerBound = bounds.lowerBound
+        upperBound = bounds.upperBound
+        self.unit = unit
+    }
+
+    /// The range as a person reads it, such as `0.001…3600 s`.
+    public var description: String {
+        "\(Self.text(lowerBound))…\(Self.text(upperBound))" + (unit.isEmpty ? "" : " \(unit)")
+    }
+
+    /// Checks `value` against the range.
+    ///
+    /// - Parameters:
+    ///   - value: The number as given.
+    ///   - name: Where it came from, such as `--speed`, `reduced.interval` or `ride.gpx:12`.
+    ///   - written: The value as the person wrote it, when it was text (the message quotes it).
+    ///   - code: The error's code: ``LocationError/Code/invalidConfiguration`` for options and configuration,
+    ///     ``LocationError/Code/invalidData`` for data.
+    /// - Throws: A ``LocationError`` naming the place, the value and the range.
+    public func value(
+        _ value: Double, for name: String, written: String? = nil, code: LocationError.Code = .invalidConfiguration
+    ) throws(LocationError) -> Double {
+        let shown = written ?? Self.text(value)
+        func refuse(_ reason: String) -> LocationError {
+            LocationError(code, "\(name): \(shown) \(reason); use \(description)")
+        }
+        if value.isNaN { throw refuse("is not a number") }
+        if value.isInfinite { throw refuse(value < 0 ? "is negative infinity" : "is infinite") }
+        if value < 0, lowerBound >= 0 { throw refuse("is negative") }
+        if value == 0, lowerBound > 0 { throw refuse("is zero") }
+        if value < lowerBound { throw refuse("is below the smallest allowed value") }
+        if value > upperBound { throw refuse("is above the largest allowed value") }
+        return value
+    }
+
+    /// Parses `text` (surrounding spaces ignored) and checks it against the range.
+    ///
+    /// - Throws: A ``LocationError`` naming the place when the text is not a number or is out of range.
+    public func value(
+        parsing text: String, for name: String, code: LocationError.Code = .invalidConfiguration
+    ) throws(LocationError) -> Double {
+        let trimmed = text.trimmingSpaces
+        guard let number = Self.number(trimmed) else {
+            throw LocationError(code, "\(name): '\(Self.printable(text))' is not a number; use \(description)")
+        }
+        return try value(number, for: name, written: Self.printable(trimmed), code: code)
+    }
+
+    /// Checks a number of seconds against the range and returns it as a `Duration`.
+    ///
+    /// - Throws: A ``LocationError`` naming the place, the value and the range.
+    public func duration(
+        seconds: Double, for name: String, written: String? = nil, code: LocationError.Code = .invalidConfiguration
+    ) throws(LocationError) -> Duration {
+        Self.duration(clampingSeconds: try value(seconds, for: name, written: written, code: code))
+    }
+
+    /// Parses a number of seconds, checks it against the range and returns it as a `Duration`.
+    ///
+    /// - Throws: A ``LocationError`` naming the place when the text is not a number or is out of range.
+    public func duration(
+        parsing text: String, for name: String, code: LocationError.Code = .invalidConfiguration
+    ) throws(LocationError) -> Duration {
+        Self.duration(clampingSeconds: try value(parsing: text, for: name, code: code))
+    }
+
+    /// The longest duration ``duration(clampingSeconds:)`` returns: about 31.7 million years, far beyond any
+    /// clock this library sleeps on, and far inside what `Duration` can hold.
+    public static let longestDuration: Duration = .seconds(1_000_000_000_000_000)
+
+    /// Converts seconds to a `Duration` without ever trapping: NaN becomes zero, and values beyond
+    /// ±``longestDuration`` are clamped to it.
+    public static func duration(clampingSeconds seconds: Double) -> Duration {
+        guard !seconds.isNaN else { return .zero }
+        let limit = 1e15
+        if seconds >= limit { return longestDuration }
+        if seconds <= -limit { return .zero - longestDuration }
+        let whole = seconds.rounded(.towardZero)
+        let attoseconds = ((seconds - whole) * 1e18).rounded()
+        return .seconds(Int64(whole)) + Duration(secondsComponent: 0, attosecondsComponent: Int64(attoseconds))
+    }
+
+    // MARK: - Ranges of the service
+
+    /// Seconds before the first reconnection to gpsd, and the longest delay between reconnections.
+    public static let reconnectDelay = ValueRange(0.001...3600, unit: "s")
+    /// Seconds without any message from gpsd before the connection is reopened.
+    public static let watchdog = ValueRange(0.1...86_400, unit: "s")
+    /// Seconds between background acquisitions (up to a week).
+    public static let backgroundInterval = ValueRange(0.1...604_800, unit: "s")
+    /// Seconds one background acquisition may take.
+    public static let acquisitionTimeout = ValueRange(0.1...86_400, unit: "s")
+    /// Seconds of the lifecycle's grace period and of its background-task time limit.
+    public static let lifecycleTime = ValueRange(0.001...86_400, unit: "s")
+    /// Seconds a control client with pending output may go without reading.
+    public static let stallTimeout = ValueRange(0.1...86_400, unit: "s")
+    /// Seconds to wait for one position (the control protocol's `current` allows the same).
+    public static let positionTimeout = ValueRange(0.001...86_400, unit: "s")
+    /// Seconds a watch may run (about 31.7 years).
+    public static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
+    /// Seconds of track time: replay gap lengths and lifecycle script times. The widest span GPX times can
+    /// have (year 0001 to 9999) is about 3.2 × 10¹¹ s.
+    public static let trackTime = ValueRange(0...1_000_000_000_000, unit: "s")
+    /// How many times faster than recorded a replay plays.
+    public static let speedFactor = ValueRange(0.001...1_000_000, unit: "×")
+    /// A speed in metres per second (the speed assumed along points without times).
+    public static let speed = ValueRange(0.001...1_000_000, unit: "m/s")
+    /// A distance or an accuracy in metres (up to the Earth's circumference).
+    public static let distance = ValueRange(0.001...40_000_000, unit: "m")
+    /// How many fixes a held batch may keep.
+    public static let batchCapacity = ValueRange(1...100_000_000, unit: "fixes")
+    /// A TCP port.
+    public static let port = ValueRange(1...65_535, unit: "")
+
+    // MARK: - Text
+
+    /// Parses a decimal or exponent number, or `nan`/`inf` (so that they are refused by name, not as junk).
+    private static func number(_ text: Substring) -> Double? {
+        text.isEmpty ? nil : Double(text)
+    }
+
+    /// A number as messages show it: the shortest text that round-trips, without a trailing `.0` on whole
+    /// numbers, and `nan`, `inf` or `-inf`.
+    public static func text(_ value: Double) -> String {
+        if value.isNaN { return "nan" }
+        if value.isInfinite { return value < 0 ? "-inf" : "inf" }
+        if value == value.rounded(), abs(value) < 1e16 { return String(Int64(value)) }
+        return String(value)
+    }
+
+    /// `text` with control characters escaped and cut to 80 characters, so that a message quoting what a
+    /// person wrote stays one readable line.
+    public static func printable(_ text: some StringProtocol) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars.prefix(80) {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                result += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return text.unicodeScalars.count > 80 ? result + "…" : result
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs.
+    fileprivate var trimmingSpaces: Substring {
+        let characters = Substring(self)
+        let start = characters.firstIndex { $0 != " " && $0 != "\t" } ?? characters.endIndex
+        let end = characters.lastIndex { $0 != " " && $0 != "\t" }.map { characters.index(after: $0) } ?? start
+        return characters[start..<Swift.max(start, end)]
+    }
+}
