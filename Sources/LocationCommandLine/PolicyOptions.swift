@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LocationCore
 import LocationService
 
@@ -24,6 +25,13 @@ public struct PolicyOptions: ParsableArguments {
 
     /// Loads the configuration file (if any), then applies the flags on top.
     public func resolve() async throws -> ServiceConfiguration {
+        if let config {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: config, isDirectory: &isDirectory) else {
+                throw CommandFailure.missingInput("configuration file \(config) does not exist")
+            }
+            if isDirectory.boolValue { throw CommandFailure.missingInput("configuration file \(config) is a directory") }
+        }
         var configuration: ServiceConfiguration
         do throws(LocationError) { configuration = try await ServiceConfiguration.load(path: config) } catch {
             throw CommandFailure.usage(error.message)

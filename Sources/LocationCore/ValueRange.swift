@@ -151,18 +151,18 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
         return String(value)
     }
 
-    /// `text` with control characters escaped and cut to 80 characters, so that a message quoting what a
-    /// person wrote stays one readable line.
-    public static func printable(_ text: some StringProtocol) -> String {
+    /// `text` with control characters escaped and cut to `limit` characters, so that a message quoting what
+    /// a person wrote stays one readable line.
+    public static func printable(_ text: some StringProtocol, limit: Int = 80) -> String {
         var result = ""
-        for scalar in text.unicodeScalars.prefix(80) {
+        for scalar in text.unicodeScalars.prefix(limit) {
             if scalar.value < 0x20 || scalar.value == 0x7F {
                 result += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 result.unicodeScalars.append(scalar)
             }
         }
-        return text.unicodeScalars.count > 80 ? result + "…" : result
+        return text.unicodeScalars.count > limit ? result + "…" : result
     }
 }
 

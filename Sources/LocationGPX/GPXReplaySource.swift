@@ -149,6 +149,10 @@ private final class ReplayRun {
             if next.trackTime >= cycleStart + cycle.acquisitionTimeout, cycle.interval > .zero {
                 let whole = ((next.trackTime - cycleStart) / cycle.interval).rounded(.down)
                 let cycles = Int64(Swift.max(1, Swift.min(whole, 1e15)))
+                // The first empty acquisition ends at its timeout, as any acquisition does.
+                if let changed = try await wait(until: cycleStart + cycle.acquisitionTimeout, mode) {
+                    return .modeChanged(changed)
+                }
                 noteEmptyAcquisitions(cycles, cycle)
                 context.report(.status(.resting))
                 cycleStart = cycleStart + cycle.interval * cycles

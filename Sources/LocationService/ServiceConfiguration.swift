@@ -82,7 +82,11 @@ public struct ServiceConfiguration: Sendable, Hashable {
             do {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             } catch {
-                throw LocationError(.invalidConfiguration, "configuration file \(path) is not valid YAML: \(error)")
+                // The YAML parser's report spans several lines (the line quoted, a caret): one line here.
+                let report = "\(error)".split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && $0 != "^" }.joined(separator: " ")
+                throw LocationError(
+                    .invalidConfiguration, "configuration file \(path) is not valid YAML: \(ValueRange.printable(report, limit: 300))")
             }
         }
         let reader = ConfigReader(providers: providers)

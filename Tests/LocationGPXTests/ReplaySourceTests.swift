@@ -108,13 +108,26 @@ import Testing
         #expect(closeAll(events.deliveryTimes, [.s(2), .s(13), .s(20)]))
     }
 
-    @Test func dutyCyclingReportsNoFixAcrossAGap() async throws {
+    @Test func dutyCyclingReportsAGapOnceWhenItStartsAndOnceWhenItEnds() async throws {
         // Points at 0, 5 (while resting), 31 and 35 (while resting).
         let gpx = gpx11(track([[trkpt(47, 8, t(0)), trkpt(47, 8, t(5)), trkpt(47, 8, t(31)), trkpt(47, 8, t(35))]]))
         let cycle = DutyCycle(interval: .seconds(10), desiredAccuracy: nil, acquisitionTimeout: .seconds(2))
         let events = try await runReplay(source(gpx: gpx), mode: .dutyCycled(cycle))
         #expect(closeAll(events.deliveryTimes, [.s(0), .s(31)]))
-        #expect(events.errors.filter { $0.code == .noFix }.count == 2, "the cycles at 10 and 20 s find nothing")
+        // The cycles at 10 and 20 s find nothing: one no-fix when the first ends, one count with the next fix.
+        #expect(events.errors.map(\.code) == [.noFix, .sourceRecovered])
+        #expect(events.errors.last?.message.contains("after 2 acquisitions without a point") == true)
+    }
+
+    @Test func aYearLongGapInDutyCyclingCostsTwoEventsNotOnePerInterval() async throws {
+        // One year of track time between two points, one-minute cycles: 525,600 empty acquisitions.
+        let year = 365.0 * 86_400
+        let gpx = gpx11(track([[trkpt(47, 8, t(0)), trkpt(47, 8.1, t(year))]]))
+        let cycle = DutyCycle(interval: .seconds(60), desiredAccuracy: nil, acquisitionTimeout: .seconds(30))
+        let events = try await runReplay(source(.init(pacing: .asFastAsPossible, maxGap: nil), gpx: gpx), mode: .dutyCycled(cycle))
+        #expect(events.locations.map(\.longitude) == [8, 8.1])
+        #expect(events.errors.map(\.code) == [.noFix, .sourceRecovered])
+        #expect(events.errors.last?.message.contains("after 525599 acquisitions") == true, "\(events.errors)")
     }
 
     @Test func dutyCyclingAsFastAsPossible() async throws {

@@ -9,6 +9,8 @@ struct ToolResult: Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// Whether a signal ended the process (then ``status`` is the signal's number).
+    var signaled = false
 
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
@@ -76,7 +78,8 @@ enum Tool {
         return ToolResult(
             status: process.terminationStatus,
             stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "",
+            signaled: process.terminationReason == .uncaughtSignal)
     }
 }
 

@@ -1,0 +1,60 @@
+import Foundation
+import LocationCore
+import LocationGPX
+import Testing
+
+/// GPX times at the edges of what the format can write: years 0001 and 9999, spans of thousands of years.
+@Suite("Replay of extreme GPX times")
+struct ExtremeTimeReplayTests {
+    /// A GPX 1.0 file with two waypoints dated 1234 and 4096, as converters' reference sets hold.
+    static let waypoints = """
+        <?xml version="1.0"?>
+        <gpx version="1.0" creator="test" xmlns="http://www.topografix.com/GPX/1/0">
+        <wpt lat="52.5" lon="13.4"><time>1234-12-12T00:00:00Z</time></wpt>
+        <wpt lat="52.6" lon="13.5"><time>4096-12-12T00:00:00Z</time></wpt>
+        </gpx>
+        """
+
+    /// A track from the first second of year 0001 to the last of year 9999.
+    static let wholeCalendar = """
+        <?xml version="1.0"?>
+        <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg>
+        <trkpt lat="52.5" lon="13.4"><time>0001-01-01T00:00:00Z</time></trkpt>
+        <trkpt lat="52.55" lon="13.45"><time>0001-01-01T00:00:01Z</time></trkpt>
+        <trkpt lat="52.6" lon="13.5"><time>9999-12-31T23:59:59Z</time></trkpt>
+        </trkseg></trk></gpx>
+        """
+
+    @Test(
+        "times from year 0001 to 9999 replay in every format, with and without a lifecycle, never trapping",
+        arguments: [
+            ["--format", "text"], ["--format", "jsonl"], ["--format", "gpx"],
+            ["--format", "jsonl", "--lifecycle", "0s:background,10s:suspended"],
+            ["--format", "jsonl", "--lifecycle", "99999999999s:background"],
+            ["--format", "jsonl", "--policy", "reduced", "--max-gap", "1e12"],
+        ])
+    func wholeCalendarReplays(extra: [String]) throws {
+        let directory = TemporaryDirectory()
+        for (name, text) in [("calendar.gpx", Self.wholeCalendar), ("waypoints.gpx", Self.waypoints)] {
+            let path = directory.file(name)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let result = try Tool.run("locationctl", ["replay", path, "--fast"] + extra, timeout: 30, in: directory)
+            #expect(!result.signaled && result.status == 0, "\(name) \(extra): \(result.status) \(result.stderr)")
+            #expect(result.stdout.contains(name == "calendar.gpx" ? "0001-01-01T00:00:0" : "1234-12-12T00:00:00Z"), "\(result.stdout)")
+        }
+    }
+
+    @Test("waypoints dated 1234 and 4096 written as GPX to a file: a valid file holding both")
+    func waypointsToAFile() throws {
+        let directory = TemporaryDirectory()
+        let input = directory.file("waypoints.gpx")
+        try Data(Self.waypoints.utf8).write(to: URL(fileURLWithPath: input))
+        let output = directory.file("copy.gpx")
+        let result = try Tool.run("locationctl", ["replay", input, "--fast", "--format", "gpx", "--output", output], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let copied = try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint])
+        #expect(copied.map(\.timestamp) == [
+            try #require(RFC3339.parse("1234-12-12T00:00:00Z")?.date), try #require(RFC3339.parse("4096-12-12T00:00:00Z")?.date),
+        ])
+    }
+}
