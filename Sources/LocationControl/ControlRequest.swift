@@ -1,4 +1,5 @@
 import Foundation
+import LocationCore
 
 /// One request a client sends to the daemon, as one JSON line.
 ///
@@ -62,14 +63,15 @@ public enum ControlRequest: Sendable, Hashable {
         case "current":
             var timeout: Duration?
             if let seconds = wire.timeout {
-                guard seconds.isFinite, seconds >= 0, seconds <= 86_400 else {
-                    throw ControlError(.badRequest, "\"timeout\" must be between 0 and 86400 seconds, got \(seconds)")
+                do throws(LocationError) {
+                    timeout = try ValueRange.requestTimeout.duration(seconds: seconds, for: "\"timeout\"")
+                } catch {
+                    throw ControlError(.badRequest, error.message)
                 }
-                timeout = .milliseconds(Int64((seconds * 1000).rounded()))
             }
             if let accuracy = wire.accuracy {
-                guard accuracy.isFinite, accuracy > 0 else {
-                    throw ControlError(.badRequest, "\"accuracy\" must be a positive number of metres, got \(accuracy)")
+                do throws(LocationError) { _ = try ValueRange.distance.value(accuracy, for: "\"accuracy\"") } catch {
+                    throw ControlError(.badRequest, error.message)
                 }
             }
             self = .current(timeout: timeout, accuracy: wire.accuracy)

@@ -119,6 +119,8 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     public static let stallTimeout = ValueRange(0.1...86_400, unit: "s")
     /// Seconds to wait for one position (the control protocol's `current` allows the same).
     public static let positionTimeout = ValueRange(0.001...86_400, unit: "s")
+    /// Seconds a `current` request on the control socket may wait (0 answers with the last fix at once).
+    public static let requestTimeout = ValueRange(0...86_400, unit: "s")
     /// Seconds a watch may run (about 31.7 years).
     public static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
     /// Seconds of track time: replay gap lengths and lifecycle script times. The widest span GPX times can
@@ -148,7 +150,8 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value < 0 ? "-inf" : "inf" }
         if value == value.rounded(), abs(value) < 1e16 { return String(Int64(value)) }
-        return String(value)
+        // Swift writes 1e+300; people write 1e300.
+        return String(String(value).split(separator: "+", omittingEmptySubsequences: false).joined())
     }
 
     /// `text` with control characters escaped and cut to `limit` characters, so that a message quoting what

@@ -40,6 +40,11 @@ struct ControlProtocolTests {
         ("{\"command\":\"current\",\"timeout\":\"soon\"}", "bad-request"),
         ("{\"command\":\"current\",\"timeout\":-1}", "bad-request"),
         ("{\"command\":\"current\",\"accuracy\":0}", "bad-request"),
+        ("{\"command\":\"current\",\"timeout\":1e300}", "bad-request"),
+        ("{\"command\":\"current\",\"timeout\":9.3e18}", "bad-request"),
+        ("{\"command\":\"current\",\"timeout\":86400.001}", "bad-request"),
+        ("{\"command\":\"current\",\"accuracy\":1e300}", "bad-request"),
+        ("{\"command\":\"current\",\"accuracy\":-1e-300}", "bad-request"),
         ("{\"command\":42}", "bad-request"),
         ("{\"command\":\"state\",\"set\":\"\"}", "bad-request"),
         ("{}", "unknown-command"),
@@ -50,6 +55,16 @@ struct ControlProtocolTests {
             try ControlRequest(line: Array(line.utf8))
         } throws: { error in
             (error as? ControlError)?.code.rawValue == code
+        }
+    }
+
+    @Test("a current request's timeout out of range names the field, the value and the range")
+    func outOfRangeTimeoutIsNamed() {
+        do {
+            _ = try ControlRequest(line: Array(#"{"command":"current","timeout":1e300}"#.utf8))
+            Issue.record("a timeout of 1e300 s was accepted")
+        } catch {
+            #expect((error as? ControlError)?.message == "\"timeout\": 1e300 is above the largest allowed value; use 0…86400 s")
         }
     }
 
