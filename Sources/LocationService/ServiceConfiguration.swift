@@ -76,8 +76,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "locationd")
         ]
         if let path {
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw LocationError(.invalidConfiguration, "configuration file \(path) does not exist")
+            let text = try readConfigurationFile(path)
+            guard try ConfigurationFileCheck.check(yaml: text, path: path) else {
+                return try load(reader: ConfigReader(providers: providers), path: path, environment: environment)
             }
             do {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
@@ -89,7 +90,35 @@ public struct ServiceConfiguration: Sendable, Hashable {
                     .invalidConfiguration, "configuration file \(path) is not valid YAML: \(ValueRange.printable(report, limit: 300))")
             }
         }
-        let reader = ConfigReader(providers: providers)
+        return try load(reader: ConfigReader(providers: providers), path: path, environment: environment)
+    }
+
+    /// The largest configuration file read: the documented file with every key is about 3 KiB.
+    static let largestFile = 1 << 20
+
+    /// Reads a configuration file that must be a regular file of at most ``largestFile`` bytes (a FIFO would
+    /// block, a device never end).
+    private static func readConfigurationFile(_ path: String) throws(LocationError) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw LocationError(.invalidConfiguration, "configuration file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw LocationError(.invalidConfiguration, "configuration file \(path) is not a regular file")
+        }
+        guard info.st_size <= largestFile else {
+            throw LocationError(.invalidConfiguration, "configuration file \(path) is larger than \(largestFile) bytes")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw LocationError(.invalidConfiguration, "configuration file \(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads every key from `reader`.
+    private static func load(
+        reader: ConfigReader, path: String?, environment: [String: String]
+    ) throws(LocationError) -> ServiceConfiguration {
         var result = ServiceConfiguration()
         for key in keys {
             guard let raw = reader.string(forKey: ConfigKey(stringLiteral: key.name)) ?? Self.nonTextValue(reader, key.name) else {

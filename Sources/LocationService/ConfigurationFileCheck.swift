@@ -1,0 +1,86 @@
+import Foundation
+import LocationCore
+import Yams
+
+/// Checks the shape of a configuration file before its values are read: every key must be one of
+/// ``ServiceConfiguration/keys`` (or a section holding them), and every value a single value, so that a
+/// misspelt key or a list where a number belongs is refused rather than silently ignored.
+enum ConfigurationFileCheck {
+    /// Throws ``LocationError/Code/invalidConfiguration`` naming the first unknown key (with the nearest
+    /// known one) or the first value of the wrong shape.
+    /// - Returns: Whether the file sets anything at all (an empty file, or one of comments only, does not).
+    @discardableResult
+    static func check(yaml text: String, path: String) throws(LocationError) -> Bool {
+        let document: Any?
+        do { document = try Yams.load(yaml: text) } catch {
+            // The values' reader reports syntax errors, with their position.
+            return true
+        }
+        guard let document else { return false }  // an empty file sets nothing
+        guard let top = document as? [String: Any] else {
+            throw LocationError(.invalidConfiguration, "\(path): expected keys and values, such as 'reduced: {interval: 60}'")
+        }
+        let known = ServiceConfiguration.keys
+        let sections = Set(known.compactMap { $0.name.split(separator: ".").count == 2 ? String($0.name.split(separator: ".")[0]) : nil })
+        func walk(_ map: [String: Any], prefix: String) throws(LocationError) {
+            for name in map.keys.sorted() {
+                let value = map[name]
+                let full = prefix.isEmpty ? name : "\(prefix).\(name)"
+                if let key = known.first(where: { $0.name == full }) {
+                    try checkShape(value, of: key, path: path)
+                } else if prefix.isEmpty, sections.contains(name) {
+                    guard let inner = value as? [String: Any] else {
+                        throw LocationError(
+                            .invalidConfiguration,
+                            "\(path): \(name) is a section; expected keys under it, such as \(known.first { $0.name.hasPrefix(name + ".") }!.name), got \(shape(of: value))")
+                    }
+                    try walk(inner, prefix: name)
+                } else {
+                    let candidates = known.map(\.name) + (prefix.isEmpty ? sections.sorted() : [])
+                    let nearest = candidates.min { distance(full, $0) < distance(full, $1) }!
+                    throw LocationError(
+                        .invalidConfiguration,
+                        "\(path): unknown key \(ValueRange.printable(full)); did you mean \(nearest)? (Config/locationd.yaml lists every key)")
+                }
+            }
+        }
+        try walk(top, prefix: "")
+        return true
+    }
+
+    private static func checkShape(_ value: Any?, of key: ConfigurationKey, path: String) throws(LocationError) {
+        if value == nil || value is NSNull { return }  // `key:` with nothing after it keeps the default
+        if value is [Any] || value is [String: Any] {
+            let expected: String
+            switch key.kind {
+            case .text: expected = "text"
+            case .number(let range), .integer(let range): expected = "a number in \(range)"
+            case .onOff: expected = "on or off"
+            }
+            throw LocationError(.invalidConfiguration, "\(path): \(key.name) expects \(expected), got \(shape(of: value))")
+        }
+    }
+
+    private static func shape(of value: Any?) -> String {
+        switch value {
+        case is [Any]: "a list"
+        case is [String: Any]: "a section of keys"
+        case nil, is NSNull: "nothing"
+        default: "a single value"
+        }
+    }
+
+    /// The edit distance between two keys, ignoring case.
+    private static func distance(_ a: String, _ b: String) -> Int {
+        let x = Array(a.lowercased()), y = Array(b.lowercased())
+        var previous = Array(0...y.count)
+        for i in 1...max(1, x.count) where !x.isEmpty {
+            var current = [i] + Array(repeating: 0, count: y.count)
+            for j in 1...max(1, y.count) where !y.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return x.isEmpty ? y.count : previous[y.count]
+    }
+}
