@@ -14,6 +14,8 @@ public final class LocationSourceContext: Sendable {
         var waiters: [Int: CheckedContinuation<AcquisitionMode, Never>] = [:]
         var nextWaiterID = 0
         var forwarders: [@Sendable (AcquisitionMode) -> Void] = []
+        /// Fields already reported out of range (see ``LocationValueCheck``).
+        var reportedFields: Set<String> = []
     }
 
     // Locked rather than a bare Mutex: it shows its critical sections to ThreadSanitizer.
@@ -86,8 +88,32 @@ public final class LocationSourceContext: Sendable {
         sink(event)
     }
 
-    /// Reports one fix.
+    /// Reports one fix, after ``LocationValueCheck``: a fix with an impossible coordinate is refused, other
+    /// values out of range are left out; either is reported once per field as `invalid-data`.
     public func deliver(_ location: Location) {
-        sink(.location(location))
+        switch LocationValueCheck.check(location) {
+        case .valid:
+            sink(.location(location))
+        case .leftOut(let checked, let problems):
+            reportOnce(problems, location, "left out")
+            sink(.location(checked))
+        case .refused(let problem):
+            reportOnce([problem], location, "the fix refused")
+        }
+    }
+
+    /// One `invalid-data` error per field that was out of range, the first time only.
+    private func reportOnce(_ problems: [LocationValueCheck.Problem], _ location: Location, _ outcome: String) {
+        let fresh = state.withLock { state in
+            problems.filter { state.reportedFields.insert($0.field).inserted }
+        }
+        for problem in fresh {
+            sink(
+                .error(
+                    LocationError(
+                        .invalidData,
+                        "\(location.source ?? "the source"): \(problem.description) at \(RFC3339.string(from: location.timestamp)); "
+                            + "\(outcome) (later fixes like this are handled the same way without another report)")))
+        }
     }
 }

@@ -1,3 +1,4 @@
+import LocationCore
 /// The fields of one TPV report that a ``Location`` needs.
 struct GPSDFix: Sendable, Equatable {
     /// 0 = not seen, 1 = no fix, 2 = 2D, 3 = 3D.
@@ -86,18 +87,14 @@ extension GPSDFix {
     /// Fix times before the GPS epoch (1980-01-06) or from 2200 on are impossible, and a single one far in
     /// the future would make every later real fix look stale.
     static let timeRange = GPSDTime(seconds: 315_964_800, nanoseconds: 0)..<GPSDTime(seconds: 7_258_118_400, nanoseconds: 0)
-    static let latitudeRange = -90.0...90.0
-    static let longitudeRange = -180.0...180.0
-    /// Metres; generous enough for a receiver in low Earth orbit.
-    static let altitudeRange = -1_000_000.0...1_000_000.0
-    /// Position error estimates in metres (eph, epx, epy, epv): never negative, never beyond Earth's circumference.
-    static let distanceErrorRange = 0.0...40_000_000.0
-    /// Speed over ground and its error estimate, m/s.
-    static let speedRange = 0.0...100_000.0
-    /// Vertical speed, m/s.
-    static let climbRange = -100_000.0...100_000.0
-    /// Course and course error estimate, degrees.
-    static let angleRange = 0.0...360.0
+    // The value ranges are LocationValueCheck's: one set for every source.
+    static let latitudeRange = LocationValueCheck.latitude
+    static let longitudeRange = LocationValueCheck.longitude
+    static let altitudeRange = LocationValueCheck.altitude
+    static let distanceErrorRange = LocationValueCheck.distanceError
+    static let speedRange = LocationValueCheck.speed
+    static let climbRange = LocationValueCheck.climb
+    static let angleRange = LocationValueCheck.angle
 
     /// Checks the values libgps decoded from one TPV (NaN meaning absent): an impossible mode, time or
     /// coordinate refuses the whole TPV; any other value outside its range is left out. A TPV without a
