@@ -66,6 +66,7 @@ private final class ReplayRun {
     private let context: LocationSourceContext
     private let origin: Duration
     private let factor: Double?  // nil: as fast as possible
+    private let selection: GPXReplaySource.Options.Selection
     /// The next step, read from the planner only when needed (so that a fix is delivered before a broken
     /// point after it is read); see ``peek()``.
     private var pending: ReplayPlanner.Step?
@@ -86,6 +87,7 @@ private final class ReplayRun {
         self.planner = planner
         self.context = context
         self.origin = origin
+        self.selection = options.selection
         switch options.pacing {
         case .speedFactor(let factor): self.factor = factor
         case .asFastAsPossible: self.factor = nil
@@ -94,7 +96,10 @@ private final class ReplayRun {
 
     func run() async throws {
         guard try peek() != nil else {
-            throw LocationError(.invalidData, "\(planner.path): no <\(planner.kind.rawValue)> to replay")
+            let what = selection == .automatic
+                ? "no track point, route point or waypoint to replay (its segments, routes and waypoints are all empty)"
+                : "no <\(planner.kind.rawValue)> to replay"
+            throw LocationError(.invalidData, "\(planner.path): \(what)")
         }
         var mode = context.mode
         while true {

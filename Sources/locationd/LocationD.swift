@@ -59,6 +59,19 @@ struct LocationD: AsyncParsableCommand {
         case active, background, suspended
     }
 
+    /// Reads a regular replay file up to its first point, so that an empty, damaged or pointless file is exit
+    /// 65 at start rather than a daemon that listens with nothing to replay. (A FIFO or a device can be read
+    /// only once, so it is left to the replay, which logs what it finds.)
+    static func checkReplayable(_ path: String) throws(CommandFailure) {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        let first: GPXPoint?
+        do throws(GPXError) { first = try GPXReader(contentsOf: path).next() } catch {
+            throw error.code == .io ? CommandFailure.missingInput(error.description) : CommandFailure.badData(error.description)
+        }
+        if first == nil { throw CommandFailure.badData("\(path): no track point, route point or waypoint to replay") }
+    }
+
     func validate() throws {
         if replay != nil, gpsdOptions.isSet { throw ValidationError("use either --gpsd/--device or --replay, not both") }
     }
@@ -81,7 +94,14 @@ struct LocationD: AsyncParsableCommand {
                     return
                 }
                 let options = try replayOptions.sourceOptions()
-                do throws(LocationError) { source = try GPXReplaySource(path: replay, options: options) } catch {
+                try Self.checkReplayable(replay)
+                do throws(LocationError) {
+                    // The replay's problems (a damaged point, a step back in time) go to the log too.
+                    let file = try GPXReplaySource(path: replay, options: options)
+                    source = ObservedLocationSource(file) { [logger] event in
+                        if case .error(let error) = event { logger.warning("\(error.description)") }
+                    }
+                } catch {
                     throw CommandFailure.usage(error.message)
                 }
             } else {
