@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationService
 
 /// A failure that ends a command: one line on standard error and a sysexits code.
 public struct CommandFailure: Error, CustomStringConvertible {
@@ -46,7 +47,8 @@ public struct CommandFailure: Error, CustomStringConvertible {
     /// Prints `program: message` on standard error and exits with the code.
     public func exit() -> Never {
         let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
-        FileHandle.standardError.write(Data("\(program): \(message)\n".utf8))
+        // Messages quote files, receivers and the daemon: one line, with no control character let through.
+        FileHandle.standardError.write(Data("\(program): \(TerminalText.escaped(message))\n".utf8))
         Foundation.exit(exitCode)
     }
 }

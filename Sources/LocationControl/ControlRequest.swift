@@ -131,7 +131,10 @@ public enum ControlRequest: Sendable, Hashable {
             }
             return "malformed JSON: \(context.debugDescription)"
         case .valueNotFound(_, let context):
-            return "\"\(context.codingPath.last?.stringValue ?? "?")\" must not be null"
+            guard let key = context.codingPath.last?.stringValue else {
+                return "request is null; expected a JSON object such as {\"command\":\"status\"}"
+            }
+            return "\"\(key)\" must not be null"
         case .keyNotFound(let key, _):
             return "missing \"\(key.stringValue)\""
         @unknown default:

@@ -71,7 +71,10 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
         ]
-        return rows.map { label, value in (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + value }
+        // The values come from the daemon: nothing in them may reach the terminal as a control character.
+        return rows.map { label, value in
+            (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)
+        }
             .joined(separator: "\n")
     }
 }

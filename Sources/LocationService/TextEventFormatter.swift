@@ -22,7 +22,7 @@ public enum TextEventFormatter {
         case .batch(let count, let reason):
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
         case .error(let error):
-            return "!! \(error.code.rawValue): \(error.message)"
+            return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
         }
     }
 

@@ -32,15 +32,29 @@ struct State: AsyncParsableCommand {
         try await runReportingFailures {
             let path = socket ?? ServiceConfiguration.defaultSocketPath()
             let response = try await DaemonClient.request(.state(set: target?.rawValue), socket: path)
-            let state = (try? response.decode(String.self, forKey: "state")) ?? "unknown"
-            let background = (try? response.decode(Bool.self, forKey: "executingInBackground")) ?? false
-            let policy = (try? response.decode(String.self, forKey: "policy")) ?? "unknown"
+            // A reply without these members is malformed, not "unknown": an error, never exit 0.
+            let state: ApplicationState, background: Bool, policy: AccuracyPolicy
+            do throws(ControlError) {
+                let name = try response.decode(String.self, forKey: "state")
+                guard let known = ApplicationState(rawValue: name) else {
+                    throw ControlError(.protocolError, "the daemon's reply names an unknown state \"\(TerminalText.escaped(name))\"")
+                }
+                let policyName = try response.decode(String.self, forKey: "policy")
+                guard let knownPolicy = AccuracyPolicy(rawValue: policyName) else {
+                    throw ControlError(.protocolError, "the daemon's reply names an unknown policy \"\(TerminalText.escaped(policyName))\"")
+                }
+                state = known
+                policy = knownPolicy
+                background = try response.decode(Bool.self, forKey: "executingInBackground")
+            } catch {
+                throw CommandFailure.badData("locationd at \(path): \(error.message)")
+            }
             switch format {
             case .text:
-                print("\(state) (\(background ? "executing in background" : "foreground"), \(policy) accuracy)")
+                print("\(state.rawValue) (\(background ? "executing in background" : "foreground"), \(policy.rawValue) accuracy)")
             case .json:
                 var line: [UInt8] = []
-                JSONLineEncoder.append(.state(ApplicationState(rawValue: state) ?? .notRunning), to: &line)
+                JSONLineEncoder.append(.state(state), to: &line)
                 print(String(decoding: line.dropLast(), as: UTF8.self))
             }
         }

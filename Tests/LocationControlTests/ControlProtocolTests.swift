@@ -68,6 +68,16 @@ struct ControlProtocolTests {
         }
     }
 
+    @Test("a null request says that the request is null, not that some field is")
+    func nullRequestIsNamed() {
+        do {
+            _ = try ControlRequest(line: Array("null".utf8))
+            Issue.record("null was accepted")
+        } catch {
+            #expect((error as? ControlError)?.message == #"request is null; expected a JSON object such as {"command":"status"}"#)
+        }
+    }
+
     @Test func unknownCommandIsNamed() {
         #expect(throws: ControlError.self) { try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8)) }
         do {

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `locationctl` against a stand-in daemon that sends malformed or hostile replies.
+@Suite("locationctl and replies it cannot trust", .serialized)
+struct ForgedReplyTests {
+    /// Serves one connection on `path`: reads a request line, writes `reply`, closes. Returns the thread's end.
+    static func serveOnce(_ path: String, reply: String) throws -> DispatchSemaphore {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let client = accept(fd, nil, nil)
+            if client >= 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)
+                let bytes = Array(reply.utf8)
+                _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                close(client)
+            }
+            close(fd)
+            done.signal()
+        }
+        return done
+    }
+
+    @Test(
+        "a reply without the members a command needs is an error, never exit 0",
+        arguments: [["state"], ["status"], ["current"]])
+    func bareOkIsAnError(command: [String]) throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.file("fake.sock")
+        let served = try Self.serveOnce(socket, reply: "{\"ok\":true}\n")
+        let result = try Tool.run("locationctl", command + ["--socket", socket], timeout: 20, in: directory)
+        served.wait()
+        #expect(result.status == 65, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stdout.isEmpty, "nothing printed as if it were the answer: \(result.stdout)")
+    }
+
+    @Test("control characters in the daemon's messages reach the terminal escaped, on one line")
+    func controlCharactersAreEscaped() throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.file("fake.sock")
+        let hostile = #"{"ok":false,"error":{"code":"bad-request","message":"\u001b[2J\u001b]0;owned\u0007line one\nlocationctl: forged second line\u009b31m"}}"# + "\n"
+        let served = try Self.serveOnce(socket, reply: hostile)
+        let result = try Tool.run("locationctl", ["state", "--socket", socket], timeout: 20, in: directory)
+        served.wait()
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(!result.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains(#"\u{1b}[2J"#), "\(result.stderr)")
+    }
+}
