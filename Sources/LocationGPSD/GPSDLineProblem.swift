@@ -11,6 +11,9 @@ struct GPSDLineProblem: Sendable, Equatable {
         /// A TPV that cannot be a fix: an impossible mode, time or coordinate, or mode 2/3 without a
         /// position. The whole line is refused.
         case refusedFix
+        /// A TPV that is valid JSON but that libgps cannot unpack (`"lat":"52.5"`, spacing its parser
+        /// does not expect). The whole line is skipped.
+        case unreadableTPV
         /// A value outside its range (a negative error estimate, a speed of 1e308 m/s...); that value
         /// alone is left out, the rest of the report is used.
         case valueLeftOut
@@ -41,6 +44,8 @@ struct GPSDLineProblem: Sendable, Equatable {
             "gpsd at \(endpoint) sent a JSON object without a \"class\": \(quotedLine); skipped it"
         case .refusedFix:
             "gpsd at \(endpoint) sent a TPV with \(detail); no fix taken from it"
+        case .unreadableTPV:
+            "gpsd at \(endpoint) sent a TPV that \(detail): \(quotedLine); no fix taken from it"
         case .valueLeftOut:
             "gpsd at \(endpoint) sent \(detail); left that value out"
         }

@@ -119,9 +119,20 @@ struct GPSDSession: ~Copyable {
         guard members.className != nil else {
             return .skipped(problem(.noClass, "no \"class\" member"))
         }
+        let isTPV = members.className.map { bytes[$0].elementsEqual("TPV".utf8) } ?? false
+        if isTPV, let mode = members.mode, !(mode.count == 1 && (UInt8(ascii: "0")...UInt8(ascii: "3")).contains(bytes[mode.lowerBound])) {
+            // libgps reads 1e300 as 1 and "2" as 0: gpsd's own text decides.
+            let text = String(decoding: bytes[mode].prefix(40), as: UTF8.self)
+            return .skipped(problem(.refusedFix, "mode \(text) (gpsd uses 0 to 3)"))
+        }
         data.pointee.set = 0
         _ = line.withMemoryRebound(to: CChar.self, capacity: count + 1) { gps_unpack($0, data) }
         let set = data.pointee.set
+        if isTPV, set & CGPS_MODE_SET == 0 {
+            // Valid JSON that libgps cannot unpack (a string where a number belongs, spacing its parser
+            // does not expect): said once, not dropped without a word.
+            return .skipped(problem(.unreadableTPV, "libgps could not read it"))
+        }
         if set & CGPS_MODE_SET != 0 {
             // libgps turns an impossible date (month 13) into a real one: check gpsd's own text.
             var checkedTime: GPSDTime?
@@ -131,6 +142,11 @@ struct GPSDSession: ~Copyable {
                     return .skipped(problem(.refusedFix, "time \"\(text)\" (not an RFC 3339 date and time)"))
                 }
                 checkedTime = GPSDTime(date: parsed.date)
+            }
+            if let coordinate = members.nonNumericCoordinate {
+                // libgps reads "lat":"52.5" as no latitude at all: a partial TPV, silently.
+                let text = String(decoding: bytes[coordinate].prefix(60), as: UTF8.self).replacingOccurrences(of: "\"", with: "")
+                return .skipped(problem(.refusedFix, "\(text) (a coordinate must be a number)"))
             }
             return decodeTPV(checkedTime: checkedTime, problem: problem)
         }

@@ -12,6 +12,11 @@ enum JSONLineValidator {
     struct Members: Equatable {
         var className: Range<Int>?
         var time: Range<Int>?
+        /// The top-level `mode` value as written (a number in gpsd's TPV), whatever its type.
+        var mode: Range<Int>?
+        /// The first top-level `lat` or `lon` value that is not a JSON number, as written: libgps reads it
+        /// as absent, which would turn a TPV into a partial one without a word.
+        var nonNumericCoordinate: Range<Int>?
     }
 
     /// Why a line is not a JSON object.
@@ -137,6 +142,15 @@ enum JSONLineValidator {
                 case .className: members.className = contents
                 case .time: members.time = contents
                 }
+            } else if topLevel, matches(key, "mode") {
+                let start = index
+                try value(depth: depth)
+                members.mode = start..<index
+            } else if topLevel, matches(key, "lat") || matches(key, "lon") {
+                let start = index
+                let isNumber = bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+                try value(depth: depth)
+                if !isNumber, members.nonNumericCoordinate == nil { members.nonNumericCoordinate = key.lowerBound..<index }
             } else {
                 try value(depth: depth)
             }

@@ -201,6 +201,39 @@ struct BrokenServerTests {
         #expect(!recorder.statuses.contains(.unavailable))
     }
 
+    /// TPVs that are valid JSON but that libgps cannot read, or whose mode it would misread, are reported
+    /// once per kind with the line or the value, never dropped without a word.
+    @Test(.timeLimit(.minutes(1)))
+    func tpvsLibgpsCannotReadAreReportedNotDropped() async throws {
+        let line = { (text: String) in text + "\n" }
+        let spaced = #"{"class": "TPV", "device": "/dev/ttyFAKE", "mode": 3, "time": "\#(GPSDLines.time(100))", "lat": 51.5, "lon": -0.1}"#
+        let steps: [FakeGPSDServer.Step] = [
+            .text(GPSDLines.greeting + line(GPSDLines.sky())),
+            .text(line(GPSDLines.tpv(0))),
+            .text(line(spaced)),                                           // libgps's parser cannot read it
+            .text(line(Self.raw(200, lat: #""52.5""#))),                    // a string where a number belongs
+            .text(line(Self.raw(300, mode: "1e300", lat: "51.5"))),        // libgps would read mode 1
+            .text(line(Self.raw(350, mode: #""2""#, lat: "51.5"))),        // a string mode, same kind
+            .text(line(GPSDLines.tpv(400))),
+            .text(line(GPSDLines.tpv(500))),
+        ]
+        let server = try FakeGPSDServer(steps: steps, ending: .stayOpen)
+        defer { server.stop() }
+        let source = try GPSDLocationSource(configuration: Self.configuration(port: server.port, watchdog: .seconds(60)))
+        let recorder = EventRecorder()
+        recorder.start(source)
+        let delivered = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 3 }
+        await recorder.stop()
+        #expect(delivered)
+        #expect(recorder.locations.map(GPSDLines.milliseconds) == [0, 400, 500])
+        let messages = recorder.errors.map(\.message)
+        #expect(messages.count == 2, "one line per kind: \(messages)")
+        #expect(source.linesSkipped == 4)
+        #expect(messages.contains { $0.contains("sent a TPV that libgps could not read it: '{\"class\": \"TPV\"") }, "\(messages)")
+        #expect(messages.contains { $0.contains("sent a TPV with lat:52.5 (a coordinate must be a number); no fix taken from it") }, "\(messages)")
+        #expect(!recorder.errors.contains { $0.code == .fixLost }, "mode 1e300 is not read as 'lost its fix'")
+    }
+
     /// Each way a line can fail the JSON check gets a reason a person can act on.
     @Test(arguments: [
         (#"{"class":"TPV","lat":NaN}"#, "unexpected 'N' at byte 22"),
