@@ -43,8 +43,31 @@ extension ListeningLocationSource {
             return .ended
         case .dutyCycled(let cycle):
             var cycleStart = context.timeline.now
+            // Acquisitions in a row without a fix: the first is reported, the run's length when a fix comes
+            // again, so a receiver without a fix for a day costs two lines, not one per interval.
+            var emptyRun = 0
             while true {
-                let ended = try await acquire(cycle, startedAt: cycleStart, context)
+                let (ended, best) = try await acquire(cycle, startedAt: cycleStart, context)
+                if let best {
+                    if emptyRun > 0 {
+                        let plural = emptyRun == 1 ? "" : "s"
+                        context.report(
+                            .error(LocationError(.sourceRecovered, "a fix again after \(emptyRun) acquisition\(plural) without one")))
+                        emptyRun = 0
+                    }
+                    context.deliver(best)
+                } else if !ended {
+                    if emptyRun == 0 {
+                        let seconds = cycle.acquisitionTimeout.seconds
+                        context.report(
+                            .error(
+                                LocationError(
+                                    .noFix,
+                                    "no fix within the acquisition timeout of \(seconds) s (the acquisitions that follow "
+                                        + "without a fix are counted when one comes again)")))
+                    }
+                    emptyRun += 1
+                }
                 if ended { return .ended }
                 context.report(.status(.resting))
                 let nextStart = cycleStart + cycle.interval
@@ -55,11 +78,11 @@ extension ListeningLocationSource {
         }
     }
 
-    /// Listens until a fix meets the goal or the timeout passes; delivers the chosen fix.
-    /// Returns `true` when the listener ended by itself (the source ran out).
+    /// Listens until a fix meets the goal or the timeout passes; returns whether the listener ended by
+    /// itself (the source ran out) and the chosen fix, if any.
     private func acquire(
         _ cycle: DutyCycle, startedAt start: Duration, _ context: LocationSourceContext
-    ) async throws -> Bool {
+    ) async throws -> (ended: Bool, best: Location?) {
         let selector = Locked(AcquisitionSelector(desiredAccuracy: cycle.desiredAccuracy))
         let ended = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -81,14 +104,7 @@ extension ListeningLocationSource {
             group.cancelAll()
             return first
         }
-        let best = selector.value.best
-        if let best {
-            context.deliver(best)
-        } else if !ended {
-            let seconds = cycle.acquisitionTimeout.seconds
-            context.report(.error(LocationError(.noFix, "no fix within the acquisition timeout of \(seconds) s")))
-        }
-        return ended
+        return (ended, selector.value.best)
     }
 }
 

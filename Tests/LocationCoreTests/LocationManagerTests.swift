@@ -102,6 +102,28 @@ struct LocationManagerTests {
         }
     }
 
+    @Test("reduced policy reports a run of empty acquisitions twice: when it starts, and its length when a fix comes")
+    func reducedNoFixRunIsReportedOnce() async throws {
+        try await serially {
+            let reduced = ReducedAccuracyPolicy(interval: .seconds(60), acquisitionTimeout: .seconds(20))
+            let h = try Harness(configuration: .init(allowsBackgroundLocationUpdates: true, reduced: reduced))
+            await h.start()
+            try h.application.enterBackground()
+            await h.settle()
+            // Ten minutes without a fix: ten empty acquisitions.
+            for _ in 0..<600 {
+                await h.clock.advance(by: .seconds(1))
+                await Task.megaYield()
+            }
+            #expect(h.delegate.errors.map(\.code) == [.noFix])
+            await h.source.waitUntilListening()
+            await h.play(600..<605)
+            #expect(h.delegate.errors.map(\.code) == [.noFix, .sourceRecovered])
+            #expect(h.delegate.errors.last?.message == "a fix again after 10 acquisitions without one", "\(h.delegate.errors)")
+            #expect(h.delegate.locations.count == 1)
+        }
+    }
+
     @Test("reduced policy can coarsen coordinates to a grid")
     func coarsening() async throws {
         try await serially {
