@@ -222,7 +222,8 @@ public final class GPXWriter {
         guard seconds.isFinite, seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
             throw GPXError(
                 .invalidLocation, file: path, line: nil, column: nil,
-                "timestamp \(date) lies outside the years 0001–9999")
+                "timestamp \(seconds.isFinite ? RFC3339.string(from: date) : String(seconds)) lies outside the years "
+                    + "0001–9999 that GPX can hold")
         }
     }
 
