@@ -44,6 +44,21 @@ struct ExtremeTimeReplayTests {
         }
     }
 
+    @Test("year 0000 replays as text and JSON lines; as GPX, which cannot hold it, it is exit 65 naming the time")
+    func yearZero() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("zero.gpx")
+        try Data(Self.wholeCalendar.replacingOccurrences(of: "0001-01-01T00:00:00Z", with: "0000-01-01T00:00:00Z").utf8)
+            .write(to: URL(fileURLWithPath: path))
+        for format in ["text", "jsonl"] {
+            let result = try Tool.run("locationctl", ["replay", path, "--fast", "--format", format], in: directory)
+            #expect(result.status == 0 && result.stdout.contains("0000-01-01T00:00:00Z"), "\(format): \(result.stderr)")
+        }
+        let gpx = try Tool.run("locationctl", ["replay", path, "--fast", "--format", "gpx"], in: directory)
+        #expect(gpx.status == 65 && !gpx.signaled)
+        #expect(gpx.stderr.contains("timestamp 0000-01-01T00:00:00Z lies outside the years 0001–9999"), "\(gpx.stderr)")
+    }
+
     @Test("waypoints dated 1234 and 4096 written as GPX to a file: a valid file holding both")
     func waypointsToAFile() throws {
         let directory = TemporaryDirectory()
