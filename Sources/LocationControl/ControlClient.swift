@@ -88,18 +88,22 @@ public final class ControlClient: Sendable {
     /// `connection-closed` when the daemon closes the connection; ending the iteration closes the connection.
     public func watch(timeout: Duration = .seconds(10)) throws(ControlError) -> AsyncThrowingStream<[UInt8], any Error> {
         _ = try request(.watch, timeout: timeout)
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, throwing: (any Error).self)
+        // Bounded: a consumer that stops taking lines (its own output blocked) costs at most this many lines
+        // of memory; what it misses is counted and reported in the stream once it takes lines again.
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .bufferingOldest(Self.watchBufferLines))
         continuation.onTermination = { [self] _ in
             // Wakes the reading thread; the descriptor itself is closed in deinit, after that thread has let go.
             shutdown(fd, Int32(SHUT_RDWR))
         }
         let thread = Thread { [self] in
+            var relay = WatchRelay()
             while true {
                 do {
                     let line = try readLine(timeout: nil)
-                    if case .terminated = continuation.yield(line) { return }
+                    if !relay.offer(line, to: continuation) { return }
                 } catch {
-                    continuation.finish(throwing: error)
+                    relay.finish(throwing: error, continuation)
                     return
                 }
             }
@@ -108,6 +112,9 @@ public final class ControlClient: Sendable {
         thread.start()
         return stream
     }
+
+    /// The most event lines ``watch(timeout:)`` holds for a consumer that does not take them.
+    public static let watchBufferLines = 4_096
 
     /// Sends one request line.
     public func send(_ request: ControlRequest) throws(ControlError) {
