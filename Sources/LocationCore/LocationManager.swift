@@ -376,6 +376,9 @@ public final class LocationManager: Sendable {
             }
             return
         }
+        // Fixes restored from a journal while the app was already in the foreground (a daemon restarted
+        // straight into active) are older than any live fix: they go first, as one batch.
+        if !state.batch.isEmpty { flush(&state) }
         enqueueLocations([processed])
     }
 

@@ -159,6 +159,22 @@ struct SuspendedBatchingTests {
         }
     }
 
+    @Test("a journal restored when the app is already active is delivered as one batch before the first newer live fix")
+    func journalWhenAlreadyActive() async throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 3)
+        let path = try directory.journal(holding: fixes)
+        try await serially {
+            let h = try Harness(configuration: .init(journalPath: path), launch: .active)
+            await h.start()
+            #expect(h.delegate.deliveries.isEmpty)
+            let live = LocationFixtures.walk(10)
+            await h.emit(live)
+            #expect(h.delegate.deliveries == [fixes, [live]])
+            #expect(h.manager.heldCount == 0)
+        }
+    }
+
     @Test("a corrupt journal tail reaches the delegate and the valid prefix is delivered")
     func corruptJournalReported() async throws {
         let directory = TemporaryDirectory()
