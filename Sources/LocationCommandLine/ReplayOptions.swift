@@ -58,14 +58,21 @@ public struct ReplayOptions: ParsableArguments {
         return options
     }
 
-    /// Checks that `path` is a readable file; throws exit 66 naming it otherwise.
+    /// Checks that `path` can be replayed: it exists (after symbolic links), is not a directory, and this
+    /// user may read it; throws exit 66 with the system's reason otherwise. A FIFO or a device passes: it is
+    /// read as it comes.
     public static func checkReadable(_ path: String) throws(CommandFailure) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw CommandFailure.missingInput("\(path): no such file")
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let number = errno
+            var link = stat()
+            let dangling = number == ENOENT && lstat(path, &link) == 0
+            let reason = dangling ? "a symbolic link to a missing file" : number == ENOENT ? "no such file" : String(cString: strerror(number))
+            throw CommandFailure.missingInput("\(path): \(reason)")
         }
-        guard FileManager.default.isReadableFile(atPath: path) else {
-            throw CommandFailure.missingInput("\(path): permission denied")
+        if info.st_mode & S_IFMT == S_IFDIR { throw CommandFailure.missingInput("\(path): is a directory, not a GPX file") }
+        guard access(path, R_OK) == 0 else {
+            throw CommandFailure.missingInput("\(path): \(String(cString: strerror(errno)))")
         }
     }
 }
