@@ -25,6 +25,8 @@ public struct CommandFailure: Error, CustomStringConvertible {
     public static func unavailable(_ message: String) -> CommandFailure { CommandFailure(exitCode: 69, message: message) }
     /// 73: an output file or socket cannot be created.
     public static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(exitCode: 73, message: message) }
+    /// 74: writing the output failed (a full disk, an I/O error).
+    public static func ioError(_ message: String) -> CommandFailure { CommandFailure(exitCode: 74, message: message) }
     /// 75: no fix arrived within the timeout.
     public static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
     /// 77: this user may not use the service, such as another user's owner-only control socket.
@@ -41,6 +43,17 @@ public struct CommandFailure: Error, CustomStringConvertible {
         }
     }
 
+    /// What an output that ended early means for the command: `nil` when its reader went away (a closed
+    /// pipe ends the command quietly, with 0: the reader has what it wanted), 74 when a write failed, 65 when
+    /// the content cannot be written in the format.
+    public static func from(_ failure: EventWriter.Failure) -> CommandFailure? {
+        switch failure.kind {
+        case .readerGone: nil
+        case .writeFailed: .ioError(failure.message)
+        case .invalidContent: .badData(failure.message)
+        }
+    }
+
     /// The message.
     public var description: String { message }
 
@@ -48,7 +61,7 @@ public struct CommandFailure: Error, CustomStringConvertible {
     public func exit() -> Never {
         let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
         // Messages quote files, receivers and the daemon: one line, with no control character let through.
-        FileHandle.standardError.write(Data("\(program): \(TerminalText.escaped(message))\n".utf8))
+        EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(message))\n")
         Foundation.exit(exitCode)
     }
 }

@@ -1,10 +1,10 @@
 import UnixSignals
 
-/// SIGINT and SIGTERM as an async sequence, so a command can end cleanly (closing a GPX document, say)
-/// instead of dying mid-write.
+/// SIGINT, SIGTERM and SIGHUP (what a dropped SSH session sends) as an async sequence, so a command can end
+/// cleanly (closing a GPX document, say) instead of dying mid-write.
 public enum Interrupts {
     /// Starts trapping the signals; each delivery yields once.
     public static func install() async -> UnixSignalsSequence {
-        await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
     }
 }

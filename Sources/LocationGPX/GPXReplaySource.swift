@@ -23,6 +23,8 @@ public struct GPXReplaySource: LocationSource {
     /// How the file is played.
     public let options: Options
     private let wallClock: @Sendable () -> Date
+    /// Standard input or a FIFO, copied once so that every run and loop can read it again.
+    private let spool = SpooledInput()
 
     /// `replay <file name>`.
     public var name: String { "replay \(URL(fileURLWithPath: path).lastPathComponent)" }
@@ -51,7 +53,8 @@ public struct GPXReplaySource: LocationSource {
         let origin = context.timeline.now
         let planner: ReplayPlanner
         do {
-            planner = try ReplayPlanner(path: path, options: options, startDate: wallClock())
+            let readPath = try spool.readablePath(for: path)
+            planner = try ReplayPlanner(path: path, readPath: readPath, options: options, startDate: wallClock())
         } catch {
             throw error.locationError
         }

@@ -34,7 +34,7 @@ public final class GPXWriter {
     private var failed: GPXError?
     private let flushThreshold = 1 << 16
 
-    /// Creates (or truncates) a GPX file and writes the document header.
+    /// Creates (0600) or truncates a GPX file, opening the path itself, and writes the document header.
     /// - Parameters:
     ///   - path: the file to write.
     ///   - creator: the `creator` attribute, naming the program that wrote the file.
@@ -42,7 +42,9 @@ public final class GPXWriter {
     public convenience init(path: String, creator: String = "swift-location", metadataTime: Date? = nil)
         throws(GPXError)
     {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // The path itself (a new file 0600: a location history is personal data; an existing one keeps its
+        // mode, owner and links).
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0o600)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             throw GPXError(.io, file: path, line: nil, column: nil, "cannot create the file: \(reason)")
@@ -227,6 +229,13 @@ public final class GPXWriter {
         }
     }
 
+    /// The bytes ``finish()`` would write now to close the document: the open segment and track, and
+    /// `</gpx>`. A writer that keeps a file valid between points writes them after each flush and
+    /// overwrites them with the next points.
+    public var closingTags: [UInt8] {
+        Array(((inSegment ? "    </trkseg>\n" : "") + (inTrack ? "  </trk>\n" : "") + "</gpx>\n").utf8)
+    }
+
     private func closeTrack() {
         if inSegment { append("    </trkseg>\n") }
         if inTrack { append("  </trk>\n") }
@@ -264,7 +273,9 @@ public final class GPXWriter {
         }
     }
 
-    private func flush() throws(GPXError) {
+    /// Writes out what is buffered, so that the output holds every point written so far (as a document
+    /// that ``finish()`` has not closed yet).
+    public func flush() throws(GPXError) {
         guard !buffer.isEmpty, let output else { return }
         do throws(GPXError) {
             switch output {

@@ -48,7 +48,10 @@ final class ReplayPlanner {
 
     /// Opens the file and decides which kind of point to play.
     /// - Parameter startDate: the wall-clock time the replay starts (for rebased and synthesized times).
-    init(path: String, options: GPXReplaySource.Options, startDate: Date) throws(GPXError) {
+    /// - Parameter readPath: where the file is read, when it differs from `path` (a copy of standard input);
+    ///   errors and fixes still name `path`.
+    init(path: String, readPath: String? = nil, options: GPXReplaySource.Options, startDate: Date) throws(GPXError) {
+        self.readPath = readPath ?? path
         self.path = path
         self.fileName = URL(fileURLWithPath: path).lastPathComponent
         self.options = options
@@ -57,9 +60,22 @@ final class ReplayPlanner {
         case .tracks: kind = .trackPoint
         case .routes: kind = .routePoint
         case .waypoints: kind = .waypoint
-        case .automatic: kind = try Self.automaticKind(path)
+        case .automatic:
+            do throws(GPXError) { kind = try Self.automaticKind(readPath ?? path) } catch { throw Self.renamed(error, path) }
         }
-        reader = try PrefetchingGPXReader(contentsOf: path)
+        do throws(GPXError) { reader = try PrefetchingGPXReader(contentsOf: readPath ?? path) } catch {
+            throw Self.renamed(error, path)
+        }
+    }
+
+    /// Where the file is read (see `init`).
+    private let readPath: String
+
+    /// `error`, naming `path` rather than where the file was read.
+    private static func renamed(_ error: GPXError, _ path: String) -> GPXError {
+        var error = error
+        error.file = path
+        return error
     }
 
     /// Tracks if the file has a track point, else routes if it has a route point, else waypoints. Reads
@@ -153,7 +169,7 @@ final class ReplayPlanner {
 
     private func startPass(at trackTime: Duration) throws(GPXError) {
         pass += 1
-        reader = try PrefetchingGPXReader(contentsOf: path)
+        do throws(GPXError) { reader = try PrefetchingGPXReader(contentsOf: readPath) } catch { throw Self.renamed(error, path) }
         lookahead = nil
         previous = nil
         previousRawTimestamp = nil
@@ -178,8 +194,12 @@ final class ReplayPlanner {
         return lookahead
     }
 
+    private func readRenamed() throws(GPXError) -> GPXPoint? {
+        do throws(GPXError) { return try reader.next() } catch { throw Self.renamed(error, path) }
+    }
+
     private func readPoint() throws(GPXError) -> GPXPoint? {
-        while let point = try reader.next() {
+        while let point = try readRenamed() {
             if point.kind == kind { return point }
         }
         return nil

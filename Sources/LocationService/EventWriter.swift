@@ -3,13 +3,43 @@ import LocationCore
 import LocationGPX
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Writes ``ServiceEvent``s to standard output or a file in one ``OutputFormat``.
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
-/// every event is written at once. In GPX format locations form one track; other events go to standard
-/// error as text, so the GPX stays a valid document. ``finish()`` must be called to complete the output
-/// (it closes the GPX document); it is safe to call more than once.
+/// every event is written at once, GPX points included, so a file holds every point as soon as it is
+/// written. In GPX format locations form one track; other events go to standard error as text, so the GPX
+/// stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
+/// it is safe to call more than once.
+///
+/// A path is opened itself (see `OutputFile`): never replaced, an existing file keeps its mode, owner and
+/// links, a new one is created 0600. When the reader goes away (a closed pipe) or a write fails, the writer
+/// stops at once and ``stops`` yields, so that a command can end instead of working for nobody.
 public final class EventWriter: Sendable {
+    /// Why the output ended early.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The kinds of early end.
+        public enum Kind: Sendable, Equatable {
+            /// The reader went away (a closed pipe): not an error for the command, which ends quietly.
+            case readerGone
+            /// A write failed: a full disk, an I/O error.
+            case writeFailed
+            /// The content cannot be written in the format (a time GPX cannot hold).
+            case invalidContent
+        }
+
+        /// The kind.
+        public var kind: Kind
+        /// One line for a person, naming the output and the system's reason.
+        public var message: String
+
+        /// `message`.
+        public var description: String { message }
+    }
+
     /// The format written.
     public let format: OutputFormat
     /// The output file, or `nil` for standard output.
@@ -17,42 +47,44 @@ public final class EventWriter: Sendable {
 
     private struct State {
         var buffer: [UInt8] = []
-        var handle: FileHandle?
         var gpx: GPXWriter?
         var locations = 0
         var finished = false
-        var failure: LocationError?
+        var failure: Failure?
     }
 
     private let state: Mutex<State>
+    private let output: OutputFile
+    /// The result of the GPX writer's last write, which its own error does not carry.
+    private let lastGPXWrite = Locked(OutputFile.WriteResult.written)
     private let flushEachEvent: Bool
+    /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete document
+    /// at every moment (a kill -9 or a power cut leaves a valid file); the next point overwrites them.
+    private let keepsDocumentClosed: Bool
+    private let stopped = AsyncStream.makeStream(of: Void.self)
     private static let flushThreshold = 1 << 16
 
-    /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file if it cannot be created.
+    /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
+    /// if it cannot be opened (a directory, a read-only place, permission).
     public init(format: OutputFormat, path: String?, flushEachEvent: Bool, creator: String = "locationctl") throws(LocationError) {
         self.format = format
         self.path = path
         self.flushEachEvent = flushEachEvent
+        let output: OutputFile
+        if let path { output = try OutputFile(path: path) } else { output = OutputFile() }
+        self.output = output
+        keepsDocumentClosed = format == .gpx && flushEachEvent && output.isRegularFile
         var initial = State()
-        let handle: FileHandle
-        if let path {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw LocationError(.invalidData, "cannot create output file \(path): \(String(cString: strerror(errno)))")
-            }
-            guard let opened = FileHandle(forWritingAtPath: path) else {
-                throw LocationError(.invalidData, "cannot open output file \(path) for writing")
-            }
-            handle = opened
-        } else {
-            handle = FileHandle.standardOutput
-        }
-        initial.handle = handle
         if format == .gpx {
-            do {
+            let lastWrite = lastGPXWrite
+            do throws(GPXError) {
                 initial.gpx = try GPXWriter(creator: creator) { bytes in
-                    try handle.write(contentsOf: bytes)
+                    let result = output.write(bytes)
+                    lastWrite.withLock { $0 = result }
+                    if result != .written { throw CancellationError() }
                 }
             } catch {
+                _ = output.close()
                 throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
             }
         } else {
@@ -79,10 +111,16 @@ public final class EventWriter: Sendable {
     /// How many locations were written.
     public var locationCount: Int { withState { $0.locations } }
 
-    /// Writes one event.
+    /// Yields once when the output stops early: the reader went away, or a write failed.
+    public var stops: AsyncStream<Void> { stopped.stream }
+
+    /// Why the output stopped early, if it did.
+    public var failure: Failure? { withState { $0.failure } }
+
+    /// Writes one event (nothing once the output has stopped).
     public func write(_ event: ServiceEvent) {
-        withState { state in
-            guard !state.finished, state.failure == nil else { return }
+        let stoppedNow = withState { state -> Bool in
+            guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
             switch format {
             case .jsonl:
@@ -92,43 +130,77 @@ public final class EventWriter: Sendable {
                 state.buffer.append(0x0A)
             case .gpx:
                 if case .location(let location) = event {
-                    do throws(GPXError) { try state.gpx?.write(location) } catch {
-                        state.failure = LocationError(.invalidData, "cannot write GPX: \(error.message)")
+                    do throws(GPXError) {
+                        try state.gpx?.write(location)
+                        if flushEachEvent { try state.gpx?.flush() }
+                    } catch {
+                        state.failure = gpxFailure(error)
+                    }
+                    if keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
+                        state.failure = Self.failureOf(output.writeProvisionally(tags), output)
                     }
                 } else {
-                    FileHandle.standardError.write(Data((TextEventFormatter.line(event) + "\n").utf8))
+                    Self.writeToStandardError(TextEventFormatter.line(event) + "\n")
                 }
-                return
+                return state.failure != nil
             }
             if flushEachEvent || state.buffer.count >= Self.flushThreshold { flush(&state) }
+            return state.failure != nil
         }
+        if stoppedNow { stopped.continuation.yield() }
     }
 
-    /// Writes what is buffered, completes the document, and reports the first write error, if any.
-    public func finish() throws(LocationError) {
-        let failure = withState { state -> LocationError? in
+    /// Writes what is buffered, completes the document, and reports why the output ended early, if it did.
+    public func finish() throws(Failure) {
+        let failure = withState { state -> Failure? in
             if !state.finished {
                 state.finished = true
                 flush(&state)
-                if let gpx = state.gpx {
+                if let gpx = state.gpx, state.failure == nil {
                     do throws(GPXError) { try gpx.finish() } catch {
-                        state.failure = state.failure ?? LocationError(.invalidData, "cannot complete GPX: \(error.message)")
+                        state.failure = gpxFailure(error)
                     }
+                    if keepsDocumentClosed, state.failure == nil { state.failure = Self.failureOf(output.truncateAtOffset(), output) }
                 }
-                if path != nil { try? state.handle?.close() }
+                state.gpx = nil
+                if case .failed(let reason) = output.close(), state.failure == nil {
+                    state.failure = Failure(kind: .writeFailed, message: "cannot write to \(output.name): \(reason)")
+                }
             }
             return state.failure
         }
+        stopped.continuation.finish()
         if let failure { throw failure }
     }
 
     private func flush(_ state: inout State) {
-        guard !state.buffer.isEmpty else { return }
-        do {
-            try state.handle?.write(contentsOf: state.buffer)
-        } catch {
-            state.failure = LocationError(.invalidData, "cannot write to \(path ?? "standard output"): \(error)")
-        }
+        guard !state.buffer.isEmpty, state.failure == nil else { return }
+        state.failure = Self.failureOf(output.write(state.buffer), output)
         state.buffer.removeAll(keepingCapacity: true)
+    }
+
+    private static func failureOf(_ result: OutputFile.WriteResult, _ output: OutputFile) -> Failure? {
+        switch result {
+        case .written: nil
+        case .readerGone: Failure(kind: .readerGone, message: "the reader of \(output.name) went away")
+        case .failed(let reason): Failure(kind: .writeFailed, message: "cannot write to \(output.name): \(reason)")
+        }
+    }
+
+    private func gpxFailure(_ error: GPXError) -> Failure {
+        if error.code == .io, let failure = Self.failureOf(lastGPXWrite.value, output) { return failure }
+        return Failure(kind: .invalidContent, message: "cannot write GPX: \(error.message)")
+    }
+
+    /// Writes to standard error without ever trapping (a closed stderr is not worth a crash).
+    public static func writeToStandardError(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { Glibc.write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            if written <= 0 { return }
+            offset += written
+        }
     }
 }

@@ -9,9 +9,12 @@ struct LocationCtl: AsyncParsableCommand {
         commandName: "locationctl",
         abstract: "Watch, replay and query positions from gpsd, GPX files and locationd.",
         discussion: """
-            Exit codes: 0 ok, 64 usage, 65 bad input data, 66 input file missing, \
-            69 gpsd or locationd unreachable, 73 output file cannot be created, \
-            75 no fix within the timeout, 77 not allowed to use locationd's socket.
+            Exit codes: 0 ok (also when the reader of the output goes away, as with | head: it has what it \
+            wanted), 64 usage, 65 bad input data, 66 input file missing, 69 gpsd or locationd unreachable, \
+            73 output file cannot be created, 74 output cannot be written (a full disk), 75 no fix within \
+            the timeout, 77 not allowed to use locationd's socket. --output opens the path itself: an \
+            existing file keeps its mode and links, a new one is created 0600, a FIFO or device is written to. \
+            SIGINT, SIGTERM and SIGHUP end a command cleanly, completing a GPX document.
             """,
         subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
     )

@@ -53,7 +53,9 @@ struct Replay: AsyncParsableCommand {
         let options = try replayOptions.sourceOptions()
         signal(SIGPIPE, SIG_IGN)
         let writer: EventWriter
-        do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast && output == nil) } catch {
+        // Paced, every event is written at once (a file holds every point as it is replayed); as fast as
+        // possible, in large pieces.
+        do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast) } catch {
             throw CommandFailure.cannotCreate(error.message)
         }
         let driver = TrackTimeLifecycle(script: script)
@@ -86,6 +88,10 @@ struct Replay: AsyncParsableCommand {
                 for await _ in interrupts { return .interrupted }
                 return .interrupted
             }
+            group.addTask {
+                for await _ in writer.stops { return .outputStopped }
+                return .ended
+            }
             let first = await group.next() ?? .ended
             group.cancelAll()
             return first
@@ -93,13 +99,16 @@ struct Replay: AsyncParsableCommand {
         progress?.stop()
         manager.stopUpdatingLocation()
         await manager.waitForPendingDeliveries()
-        // Fixes still held when the track ends are delivered rather than lost.
-        if manager.heldCount > 0 { try? application.transition(to: .active) }
+        // Fixes still held when the track ends are delivered rather than lost (unless nobody reads them).
+        if manager.heldCount > 0, outcome != .outputStopped { try? application.transition(to: .active) }
         await application.waitForPendingEvents()
         await manager.waitForPendingDeliveries()
         for failure in driver.failures { writer.write(.error(failure)) }
         withExtendedLifetime((manager, recorder)) {}
-        do { try writer.finish() } catch { throw CommandFailure.badData(error.message) }
+        do throws(EventWriter.Failure) { try writer.finish() } catch {
+            if let failure = CommandFailure.from(error) { throw failure }
+            return
+        }
         if outcome == .failed, let error = recorder.sourceFailure {
             throw error.code == .sourceUnavailable ? CommandFailure.missingInput(error.message) : .badData(error.message)
         }
@@ -108,5 +117,5 @@ struct Replay: AsyncParsableCommand {
 
 /// How a replay ended.
 enum ReplayOutcome: Sendable {
-    case ended, failed, interrupted
+    case ended, failed, interrupted, outputStopped
 }

@@ -65,6 +65,11 @@ struct Watch: AsyncParsableCommand {
             }
             let limits = WatchLimits(count: try count)
             let duration = try self.duration
+            // A reader that went away, or a failed write, ends the watch at once.
+            let outputWatch = Task {
+                for await _ in writer.stops { limits.finish(.done) }
+            }
+            defer { outputWatch.cancel() }
             let interrupts = await Interrupts.install()
             let failure: CommandFailure?
             if let socket {
@@ -72,7 +77,10 @@ struct Watch: AsyncParsableCommand {
             } else {
                 failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             }
-            do throws(LocationError) { try writer.finish() } catch { throw CommandFailure.badData(error.message) }
+            do throws(EventWriter.Failure) { try writer.finish() } catch {
+                if let failure = CommandFailure.from(error) { throw failure }
+                return
+            }
             if let failure { throw failure }
         }
     }
@@ -93,6 +101,13 @@ struct Watch: AsyncParsableCommand {
         manager.startUpdatingLocation()
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
         manager.stopUpdatingLocation()
+        await manager.waitForPendingDeliveries()
+        // Fixes held while suspended are delivered at exit, as replay does, rather than thrown away.
+        if manager.heldCount > 0, writer.failure == nil {
+            try? application.transition(to: .active)
+            await application.waitForPendingEvents()
+            await manager.waitForPendingDeliveries()
+        }
         withExtendedLifetime((manager, recorder)) {}
         if outcome == .unreachable, let error = limits.firstError {
             return .unavailable(error.message)

@@ -28,6 +28,9 @@ enum Tool {
         return root.appendingPathComponent(".build/debug")
     }()
 
+    /// The path of one of the built executables.
+    static func path(_ name: String) -> String { binDirectory.appendingPathComponent(name).path }
+
     /// Starts `name` with `arguments`; the caller waits for it.
     ///
     /// With `launcher`, runs that program instead, with `name`'s path among its arguments where `{}` stands,

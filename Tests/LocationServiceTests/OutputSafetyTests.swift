@@ -1,0 +1,184 @@
+import Foundation
+import LocationCore
+import LocationGPX
+import LocationTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `--output` and standard output: nothing at the path destroyed, nothing given lost, a closed pipe a quiet
+/// end, a failed write exit 74.
+@Suite("Output: never destroys, never loses, stops when nobody reads", .serialized)
+struct OutputSafetyTests {
+    static func mode(_ path: String) -> mode_t {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & 0o7777 : 0
+    }
+
+    static func links(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_nlink) : 0
+    }
+
+    @Test("an existing file keeps its mode and hard links, a symbolic link's target is written, a new file is 0600")
+    func pathIsOpenedNotReplaced() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let existing = directory.file("history.jsonl")
+        try Data("old\n".utf8).write(to: URL(fileURLWithPath: existing))
+        chmod(existing, 0o640)
+        let link = directory.file("history-link.jsonl")
+        try FileManager.default.linkItem(atPath: existing, toPath: link)
+        let symbolic = directory.file("current.jsonl")
+        try FileManager.default.createSymbolicLink(atPath: symbolic, withDestinationPath: existing)
+
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "jsonl", "--output", symbolic], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Self.mode(existing) == 0o640)
+        #expect(Self.links(existing) == 2)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: symbolic)) == existing, "the link is still a link")
+        let written = try String(contentsOfFile: existing, encoding: .utf8)
+        #expect(!written.hasPrefix("old") && written.components(separatedBy: "\"type\":\"location\"").count == 6)
+        #expect(try String(contentsOfFile: link, encoding: .utf8) == written, "the other name sees the same file")
+
+        let fresh = directory.file("fresh.gpx")
+        let created = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", fresh], in: directory)
+        #expect(created.status == 0)
+        #expect(Self.mode(fresh) == 0o600, "a location history is personal data")
+    }
+
+    @Test("a FIFO and a device are written to, not replaced by a regular file")
+    func fifoAndDeviceAreWrittenTo() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let fifo = directory.file("out.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let received = directory.file("received.jsonl")
+        let result = try Tool.run(
+            "/bin/bash", ["-c", "cat \"$2\" > \"$3\" & \"$0\" replay \"$1\" --fast --format jsonl --output \"$2\"; status=$?; wait; exit $status",
+                          Tool.path("locationctl"), track, fifo, received],
+            timeout: 60, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: received, encoding: .utf8).components(separatedBy: "\"type\":\"location\"").count == 6)
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+
+        let device = try Tool.run("locationctl", ["replay", track, "--fast", "--output", "/dev/null"], in: directory)
+        #expect(device.status == 0)
+        #expect(lstat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR)
+    }
+
+    @Test("a full device is exit 74 with one plain line, for standard output and --output, in every format")
+    func fullDeviceIsExit74() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 50)
+        for format in ["text", "jsonl", "gpx"] {
+            let toFile = try Tool.run("locationctl", ["replay", track, "--fast", "--format", format, "--output", "/dev/full"], in: directory)
+            #expect(toFile.status == 74, "\(format): \(toFile.stderr)")
+            #expect(toFile.stderr.hasSuffix("locationctl: cannot write to /dev/full: No space left on device\n"), "\(toFile.stderr)")
+            #expect(!toFile.stderr.contains("NSCocoaErrorDomain"))
+
+            let shell = try Tool.run(
+                "/bin/sh", ["-c", "exec \"$0\" replay \"$1\" --fast --format \(format) > /dev/full", Tool.path("locationctl"), track],
+                in: directory)
+            #expect(shell.status == 74, "\(format): \(shell.stderr)")
+            #expect(shell.stderr.hasSuffix("locationctl: cannot write to standard output: No space left on device\n"), "\(shell.stderr)")
+        }
+    }
+
+    @Test("a reader that goes away ends the command at once and quietly with 0, paced or not")
+    func closedPipeEndsQuietly() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 2_000)  // 2,000 s of track: 20 s at --speed 100 if nothing stopped it
+        for arguments in [["--fast"], ["--speed", "100"], ["--fast", "--format", "gpx"], ["--speed", "100", "--format", "jsonl"]] {
+            let started = Date()
+            let result = try Tool.run(
+                "/bin/bash", ["-c", "\"$0\" replay \"$1\" \(arguments.joined(separator: " ")) | head -3 > /dev/null; exit ${PIPESTATUS[0]}",
+                              Tool.path("locationctl"), track],
+                timeout: 60, in: directory)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            // (GPX output sends the lifecycle lines to standard error, so that the document stays valid.)
+            #expect(!result.stderr.contains("locationctl:"), "\(arguments): \(result.stderr)")
+            #expect(Date().timeIntervalSince(started) < 15, "\(arguments): the replay went on for nobody")
+        }
+    }
+
+    @Test("a paced GPX replay to a file killed with -9 leaves a valid document holding every point written")
+    func killedWriterLeavesAValidDocument() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 600)
+        let output = directory.file("live.gpx")
+        let (process, _, _) = try Tool.start(
+            "locationctl", ["replay", track, "--speed", "20", "--format", "gpx", "--output", output], in: directory)
+        var points = 0
+        let deadline = Date().addingTimeInterval(30)
+        while points < 10, Date() < deadline {
+            usleep(50_000)
+            points = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").components(separatedBy: "</trkpt>").count - 1
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let after = try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint])
+        #expect(after.count >= 10, "every point written before the kill is there, in a document our reader accepts")
+        #expect(after.map(\.timestamp) == Array(LocationFixtures.walk(count: after.count).map(\.timestamp)))
+    }
+
+    @Test("SIGHUP, SIGTERM and SIGINT complete the GPX document", arguments: [SIGHUP, SIGTERM, SIGINT])
+    func hangupCompletesTheDocument(signal: Int32) throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 600)
+        let output = directory.file("live.gpx")
+        let (process, _, _) = try Tool.start(
+            "locationctl", ["replay", track, "--speed", "20", "--format", "gpx", "--output", output], in: directory)
+        let deadline = Date().addingTimeInterval(30)
+        while ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").components(separatedBy: "</trkpt>").count < 4,
+            Date() < deadline
+        {
+            usleep(50_000)
+        }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text.hasSuffix("</gpx>\n") && text.components(separatedBy: "</gpx>").count == 2)
+        #expect(try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint]).count >= 3)
+    }
+
+    @Test("watch as a suspended app without background location: the held fixes are delivered at exit, not thrown away")
+    func watchDeliversHeldFixesAtExit() throws {
+        guard let capture = GPSDCommandTests.capture("ublox-neo-m9n-nmea.log") else { return }
+        let directory = TemporaryDirectory()
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        let result = try Tool.run(
+            "locationctl",
+            ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--policy", "reduced", "--background-location", "off",
+             "--reduced-interval", "1", "--duration", "8", "--format", "jsonl"],
+            timeout: 60, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try jsonObjects(result.lines)
+        let suspendedAt = objects.firstIndex { $0["type"] as? String == "state" && $0["state"] as? String == "suspended" }
+        let batchAt = objects.firstIndex { $0["type"] as? String == "batch" }
+        #expect(suspendedAt != nil, "the grace period of 5 s ends within the 8 s watch")
+        let batch = try #require(batchAt.map { objects[$0] }, "the held fixes come as one batch at exit")
+        let count = try #require(batch["count"] as? Int)
+        #expect(count >= 1)
+        #expect(objects[(batchAt! + 1)...].prefix(count).allSatisfy { $0["type"] as? String == "location" })
+    }
+
+    @Test("standard input, a FIFO or a shell's <(…) replays in one pass, named as given")
+    func nonSeekableInputReplays() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 20)
+        let piped = try Tool.run(
+            "/bin/bash", ["-c", "cat \"$1\" | \"$0\" replay /dev/stdin --fast --format jsonl --loop | head -45 | grep -c '\"type\":\"location\"'",
+                          Tool.path("locationctl"), track],
+            in: directory)
+        #expect(piped.stdout == "43\n", "two whole passes and more, read from a pipe: \(piped.stdout) \(piped.stderr)")
+        let broken = try Tool.run(
+            "/bin/bash", ["-c", "printf junk | \"$0\" replay /dev/stdin --fast", Tool.path("locationctl")], in: directory)
+        #expect(broken.status == 65)
+        #expect(broken.stderr.contains("/dev/stdin:1:1: the file is not XML"), "\(broken.stderr)")
+    }
+}
