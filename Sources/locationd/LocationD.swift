@@ -18,7 +18,8 @@ struct LocationD: AsyncParsableCommand {
         discussion: """
             Defaults come from --config (see Config/locationd.yaml), then LOCATIOND_* environment \
             variables, then flags. Clients talk JSON lines on the control socket: locationctl current, \
-            state, status and watch. SIGTERM or SIGINT shut down gracefully, syncing the journal. \
+            state, status and watch. SIGTERM, SIGINT or SIGHUP shut down gracefully, syncing the journal and \
+            removing the socket; SIGPIPE, SIGUSR1, SIGUSR2 and SIGALRM are ignored. \
             With --journal, the lifecycle state is saved beside it (JOURNAL.state) on every change, so a \
             daemon restarted after a crash resumes in the state it had, still holding its fixes.
             Every number has a documented range (shown with each flag); a value outside it, in a flag, a \
@@ -77,6 +78,9 @@ struct LocationD: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A closed pipe (a client gone, a log reader gone) is an error to handle, never a reason to die;
+        // SIGUSR1, SIGUSR2 and SIGALRM mean nothing to the daemon, so they must not end it either.
+        for ignored in [SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM] { signal(ignored, SIG_IGN) }
         try await runReportingFailures {
             var settings = try await policyOptions.resolve()
             if let socket { settings.socketPath = socket }
@@ -120,7 +124,9 @@ struct LocationD: AsyncParsableCommand {
             let daemon = try LocationDaemon(
                 source: source, settings: settings, explicitState: state.flatMap { ApplicationState(rawValue: $0.rawValue) },
                 logger: logger)
-            let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // SIGHUP (a closed terminal, or `kill -HUP` out of habit) shuts down as gracefully as SIGTERM:
+            // the journal synced, the socket removed.
+            let group = ServiceGroup(services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger)
             try await group.run()
         }
     }
