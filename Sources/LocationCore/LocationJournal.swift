@@ -23,6 +23,10 @@ import Foundation
 /// a power cut after that. On opening, records are read up to the first one that is truncated or fails
 /// its checksum; that tail is reported and cut off, and the valid prefix is kept. A file that is not a
 /// journal at all is moved aside to `PATH.corrupt` rather than overwritten.
+///
+/// A journal has one owner: opening takes an exclusive lock (`flock`) on `PATH.lock`, which holds the
+/// owner's pid, for as long as the journal is open. A second process that opens the same journal is refused
+/// with the holder's pid, instead of writing into a file another one truncates.
 public final class LocationJournal: Sendable {
     /// The journal file.
     public let path: String
@@ -34,6 +38,8 @@ public final class LocationJournal: Sendable {
         var unsyncedSince: Duration?
         var syncTask: Task<Void, Never>?
         var recordCount = 0
+        /// The descriptor holding the lock on `PATH.lock`; closing it releases the lock.
+        var lockDescriptor: Int32 = -1
     }
 
     private let state: Locked<State>
@@ -52,6 +58,47 @@ public final class LocationJournal: Sendable {
     /// Opens (creating if needed) the journal at `path` and reads what it holds.
     public static func open(
         path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()
+    ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
+        let lock = try lock(path)
+        do {
+            let opened = try openLocked(path: path, syncInterval: syncInterval, clock: clock)
+            opened.journal.state.withLock { $0.lockDescriptor = lock }
+            return opened
+        } catch {
+            Glibc.close(lock)
+            throw error
+        }
+    }
+
+    /// Takes the exclusive lock on `PATH.lock` and writes this process's pid into it.
+    private static func lock(_ path: String) throws(LocationError) -> Int32 {
+        let lockPath = path + ".lock"
+        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw LocationError(.journalIO, "cannot open the journal's lock file \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let reason = errno
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            Glibc.close(fd)
+            guard reason == EWOULDBLOCK else {
+                throw LocationError(.journalIO, "cannot lock journal \(path): \(String(cString: strerror(reason)))")
+            }
+            let holder = Int(String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            throw LocationError(
+                .journalIO,
+                "journal \(path) is in use by another process (\(holder.map { "pid \($0)" } ?? "pid unknown")); "
+                    + "a journal has one owner: give each daemon its own journal")
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return fd
+    }
+
+    private static func openLocked(
+        path: String, syncInterval: Duration, clock: any Clock<Duration>
     ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
         let manager = FileManager.default
         var problem: LocationError?
@@ -108,6 +155,8 @@ public final class LocationJournal: Sendable {
         state.withLock { state in
             state.syncTask?.cancel()
             try? state.handle?.close()
+            if state.lockDescriptor >= 0 { Glibc.close(state.lockDescriptor) }
+            state.lockDescriptor = -1
         }
     }
 
@@ -263,6 +312,9 @@ public final class LocationJournal: Sendable {
             syncLocked(&state)
             try? state.handle?.close()
             state.handle = nil
+            // The lock goes with the journal: another process may own it now.
+            if state.lockDescriptor >= 0 { Glibc.close(state.lockDescriptor) }
+            state.lockDescriptor = -1
         }
     }
 

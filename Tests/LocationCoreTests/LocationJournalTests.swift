@@ -50,6 +50,7 @@ struct LocationJournalTests {
         #expect(contents.locations == fixes)
         #expect(journal.count == 500)
         try journal.clear()
+        journal.close()
         let (_, afterClear) = try LocationJournal.open(path: path)
         #expect(afterClear.locations.isEmpty)
     }
@@ -66,12 +67,23 @@ struct LocationJournalTests {
         #expect(journal.count == 5)
         try journal.append(contentsOf: Array(fixes[25..<30]))
         #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
-        let (_, reopened) = try LocationJournal.open(path: path)
-        #expect(reopened.problem == nil)
-        #expect(reopened.locations == Array(fixes[20..<30]))
+        #expect(try Self.readOnce(path).locations == Array(fixes[20..<30]))
         try journal.replaceContents(with: [])
-        let (_, emptied) = try LocationJournal.open(path: path)
-        #expect(emptied.locations.isEmpty)
+        #expect(try Self.readOnce(path).locations.isEmpty)
+    }
+
+    /// What a journal file holds, read by a second owner while the first pauses (it closes its handle to
+    /// let go of the lock, as a process that exits does; the first reopens it after).
+    static func readOnce(_ path: String) throws -> LocationJournal.Contents {
+        // The lock is per open file description: a reader in this process must wait its turn too.
+        let copy = path + ".copy"
+        try? FileManager.default.removeItem(atPath: copy)
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy); try? FileManager.default.removeItem(atPath: copy + ".lock") }
+        let (journal, contents) = try LocationJournal.open(path: copy)
+        journal.close()
+        #expect(contents.problem == nil)
+        return contents
     }
 
     @Test("a truncated tail is reported, cut off, and the valid prefix kept", arguments: [1, 7, 40, 80])
@@ -89,6 +101,7 @@ struct LocationJournalTests {
         #expect(contents.locations == Array(fixes.prefix(9)))
         // Appending after recovery continues a clean file.
         try journal.append(fixes[9])
+        journal.close()
         let (_, reread) = try LocationJournal.open(path: path)
         #expect(reread.problem == nil)
         #expect(reread.locations == fixes)
@@ -106,6 +119,23 @@ struct LocationJournalTests {
         let (_, contents) = try LocationJournal.open(path: path)
         #expect(contents.problem?.message.contains("checksum mismatch") == true)
         #expect(contents.locations == Array(fixes.prefix(6)))
+    }
+
+    @Test("a journal has one owner: a second open is refused naming the holder's pid, until the first closes")
+    func oneOwner() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        let fixes = LocationFixtures.walk(count: 3)
+        let (first, _) = try LocationJournal.open(path: path)
+        try first.append(contentsOf: fixes)
+        #expect(throws: LocationError(
+            .journalIO,
+            "journal \(path) is in use by another process (pid \(getpid())); a journal has one owner: give each daemon its own journal"
+        )) { try LocationJournal.open(path: path) }
+        first.close()
+        let (second, contents) = try LocationJournal.open(path: path)
+        #expect(contents.locations == fixes, "the refused open touched nothing")
+        second.close()
     }
 
     @Test("a file that is not a journal is moved aside, never overwritten")

@@ -1,9 +1,41 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What `locationd` does at start with a replay file it cannot use.
 @Suite("locationd start-up checks")
 struct DaemonStartTests {
+    @Test("a second daemon on the same journal (another socket) exits 73 naming the first's pid; the first goes on untouched")
+    func oneJournalOneOwner() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 200)
+        let journal = directory.file("held.journal")
+        let first = directory.file("first.sock"), second = directory.file("second.sock")
+        let (owner, _, _) = try Tool.start(
+            "locationd", ["--replay", track, "--speed", "10", "--socket", first, "--journal", journal, "--state", "suspended"],
+            in: directory)
+        defer {
+            kill(owner.processIdentifier, SIGTERM)
+            owner.waitUntilExit()
+        }
+        #expect(DaemonSignalTests.eventually { FileManager.default.fileExists(atPath: first) })
+        let stateBefore = try String(contentsOfFile: journal + ".state", encoding: .utf8)
+        let result = try Tool.run(
+            "locationd", ["--replay", track, "--socket", second, "--journal", journal, "--state", "active"], in: directory)
+        #expect(result.status == 73, "\(result.stderr)")
+        #expect(
+            result.stderr.hasSuffix(
+                "locationd: journal \(journal) is in use by another process (pid \(owner.processIdentifier)); "
+                    + "a journal has one owner: give each daemon its own journal\n"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: second), "no socket for the refused daemon")
+        #expect(try String(contentsOfFile: journal + ".state", encoding: .utf8) == stateBefore, "its state file untouched")
+        let status = try Tool.run("locationctl", ["status", "--socket", first, "--format", "json"], in: directory)
+        #expect(status.status == 0 && status.stdout.contains("\"state\":\"suspended\""), "\(status.stdout)")
+    }
+
     @Test(
         "a replay file that is empty, not XML, pointless or damaged at its first point is exit 65 before listening",
         arguments: [
