@@ -48,7 +48,33 @@ public final class ControlClient: Sendable {
             UnixSocket.closeDescriptor(fd)
             throw Self.connectError(path: path, errno: number)
         }
+        do throws(ControlError) { try Self.checkPeer(fd, path: path) } catch {
+            UnixSocket.closeDescriptor(fd)
+            throw error
+        }
         self.fd = fd
+    }
+
+    /// Checks who answers (SO_PEERCRED): this client's own user, root, or the owner of the socket's
+    /// directory (the user locationd runs as, who made it). Anyone else may have put their own socket where
+    /// locationd's was, so nothing is sent to them.
+    private static func checkPeer(_ fd: Int32, path: String) throws(ControlError) {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            throw ControlError.system("identify the process answering on", path: path, errno: errno)
+        }
+        let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var directory = stat()
+        let directoryOwner: uid_t? = stat(parent, &directory) == 0 ? directory.st_uid : nil
+        let peer = credentials.uid
+        guard peer == 0 || peer == getuid() || peer == directoryOwner else {
+            let name = getpwuid(peer).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "?"
+            throw ControlError(
+                .untrustedPeer,
+                "the process answering on \(path) (pid \(credentials.pid)) runs as \(name) (uid \(peer)), who is neither you, "
+                    + "root, nor the owner of \(parent); not talking to it (another user may have replaced locationd's socket)")
+        }
     }
 
     deinit {
@@ -214,4 +240,11 @@ public final class ControlClient: Sendable {
             return ControlError.system("connect to", path: path, errno: number)
         }
     }
+}
+
+/// Linux's `struct ucred` (pid, uid, gid), which Glibc's module does not export without _GNU_SOURCE.
+private struct PeerCredentials {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
 }

@@ -69,6 +69,11 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let shuttingDown: Code = "shutting-down"
         /// The daemon produced a reply it could not encode.
         public static let internalError: Code = "internal"
+        /// The socket's directory may be written by other users, who could replace the socket with their own.
+        public static let unsafeDirectory: Code = "unsafe-directory"
+        /// The process answering on the socket runs as a user this client does not trust (not the client's
+        /// user, not root, not the owner of the socket's directory): perhaps an impostor's socket.
+        public static let untrustedPeer: Code = "untrusted-peer"
     }
 
     /// What went wrong, as a stable code.

@@ -32,6 +32,7 @@ final class ControlServerCore: Sendable {
         self.handler = handler
         try UnixSocket.withAddress(path) { _, _ in }
         try Self.createParentDirectory(of: path)
+        try Self.checkDirectoryIsPrivate(of: path)
         try Self.removeStaleSocket(at: path)
 
         let fd = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
@@ -91,6 +92,24 @@ final class ControlServerCore: Sendable {
                     number == EACCES || number == EPERM ? .permissionDenied : .io,
                     "cannot create directory \(prefix) for socket \(path): \(String(cString: strerror(number)))")
             }
+        }
+    }
+
+    /// Refuses a socket directory that other users may write, unless it is sticky and owned by root or by
+    /// this user (as /tmp is): in such a directory another user could rename the socket away and bind their
+    /// own in its place, and clients would talk to an impostor.
+    private static func checkDirectoryIsPrivate(of path: String) throws(ControlError) {
+        let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var info = stat()
+        guard stat(parent, &info) == 0 else { throw ControlError.system("inspect the directory of", path: path, errno: errno) }
+        let writableByOthers = info.st_mode & (S_IWGRP | S_IWOTH) != 0
+        let sticky = info.st_mode & S_ISVTX != 0
+        let trustedOwner = info.st_uid == 0 || info.st_uid == getuid()
+        guard !writableByOthers || (sticky && trustedOwner) else {
+            throw ControlError(
+                .unsafeDirectory,
+                "the socket directory \(parent) may be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))), "
+                    + "who could replace the socket with their own; use a directory only its owner can write (chmod 700)")
         }
     }
 

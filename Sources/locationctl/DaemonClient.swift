@@ -13,6 +13,7 @@ enum DaemonClient {
         switch error.code.rawValue {
         case "no-fix": .noFix(error.message)
         case "invalid-transition", "bad-request", "unknown-command": .usage(error.message)
+        case ControlError.Code.untrustedPeer.rawValue: .noPermission(error.message)
         case ControlError.Code.permissionDenied.rawValue:
             .noPermission("\(error.message); the socket is owner-only: run as the user locationd runs as")
         case ControlError.Code.notListening.rawValue, ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
