@@ -39,6 +39,14 @@ struct ConnectionState: Sendable {
     var missedEvents = 0
     /// When the connection is closed if it keeps not reading; set only while output is pending.
     var stallDeadline: ContinuousClock.Instant?
+    /// The connecting process's user (SO_PEERCRED), for sharing connections fairly between users.
+    var peerUID: UInt32 = .max
+
+    /// Whether the connection holds nothing in flight: not a watcher, no request pending or half-read, no
+    /// output waiting. Such a connection may be closed to make room for a new client.
+    var isIdle: Bool {
+        !isWatcher && pendingRequests == 0 && input.isEmpty && output.isEmpty && !closeNow
+    }
 
     init(fd: Int32, requests: AsyncStream<ConnectionInput>.Continuation) {
         self.fd = fd

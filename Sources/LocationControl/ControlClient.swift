@@ -59,9 +59,7 @@ public final class ControlClient: Sendable {
     /// directory (the user locationd runs as, who made it). Anyone else may have put their own socket where
     /// locationd's was, so nothing is sent to them.
     private static func checkPeer(_ fd: Int32, path: String) throws(ControlError) {
-        var credentials = PeerCredentials()
-        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+        guard let credentials = UnixSocket.peerCredentials(fd) else {
             throw ControlError.system("identify the process answering on", path: path, errno: errno)
         }
         let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
@@ -240,11 +238,4 @@ public final class ControlClient: Sendable {
             return ControlError.system("connect to", path: path, errno: number)
         }
     }
-}
-
-/// Linux's `struct ucred` (pid, uid, gid), which Glibc's module does not export without _GNU_SOURCE.
-private struct PeerCredentials {
-    var pid: pid_t = 0
-    var uid: uid_t = 0
-    var gid: gid_t = 0
 }

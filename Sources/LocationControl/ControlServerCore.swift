@@ -348,12 +348,31 @@ final class ControlServerCore: Sendable {
                     return
                 }
             }
-            if state.connections.count >= configuration.maxConnections {
-                refuse(fd, .tooManyConnections, "the daemon already serves \(configuration.maxConnections) connections")
+            if state.connections.count >= configuration.maxConnections, !evictIdleConnection(&state) {
+                refuse(fd, .tooManyConnections, "the daemon already serves \(configuration.maxConnections) connections, all busy")
                 continue
             }
             register(fd, in: &state)
         }
+    }
+
+    /// Makes room for a new client by closing one idle connection (no request in flight, not watching): the
+    /// oldest of the user who holds the most connections, so that one user's idle crowd cannot lock others
+    /// out. Returns whether one was closed.
+    private func evictIdleConnection(_ state: inout ServerState) -> Bool {
+        var perUser: [UInt32: Int] = [:]
+        for connection in state.connections.values { perUser[connection.peerUID, default: 0] += 1 }
+        let victim = state.connections.filter { $0.value.isIdle }
+            .max { lhs, rhs in
+                let (left, right) = (perUser[lhs.value.peerUID] ?? 0, perUser[rhs.value.peerUID] ?? 0)
+                return left != right ? left < right : lhs.key > rhs.key  // more connections first, then the oldest
+            }
+        guard let (id, connection) = victim else { return false }
+        refuse(connection.fd, .tooManyConnections, "closed to make room for a new client: this connection was idle")
+        connection.requests.finish()
+        connection.task?.cancel()
+        state.connections[id] = nil
+        return true
     }
 
     /// Writes one failure line to a fresh connection (it always fits an empty socket buffer) and closes it.
@@ -388,6 +407,7 @@ final class ControlServerCore: Sendable {
         }
         var entry = ConnectionState(fd: fd, requests: continuation)
         entry.task = task
+        entry.peerUID = UnixSocket.peerUID(fd) ?? .max
         state.connections[id] = entry
     }
 

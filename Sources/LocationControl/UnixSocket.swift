@@ -57,6 +57,17 @@ enum UnixSocket {
     }
 
     /// Sets `O_NONBLOCK` on a descriptor.
+    /// The connected peer's process and user (SO_PEERCRED), or `nil` if the system cannot tell.
+    static func peerCredentials(_ fd: Int32) -> (pid: pid_t, uid: uid_t)? {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return (credentials.pid, credentials.uid)
+    }
+
+    /// The connected peer's user, or `nil`.
+    static func peerUID(_ fd: Int32) -> UInt32? { peerCredentials(fd).map { UInt32($0.uid) } }
+
     static func setNonBlocking(_ fd: Int32) {
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
@@ -79,4 +90,11 @@ enum UnixSocket {
         let millis = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: millis)
     }
+}
+
+/// Linux's `struct ucred` (pid, uid, gid), which Glibc's module does not export without _GNU_SOURCE.
+private struct PeerCredentials {
+    var pid: pid_t = 0
+    var uid: uid_t = 0
+    var gid: gid_t = 0
 }

@@ -16,6 +16,8 @@ enum DaemonClient {
         case ControlError.Code.untrustedPeer.rawValue: .noPermission(error.message)
         case ControlError.Code.permissionDenied.rawValue:
             .noPermission("\(error.message); the socket is owner-only: run as the user locationd runs as")
+        case ControlError.Code.tooManyConnections.rawValue, ControlError.Code.shuttingDown.rawValue:
+            .unavailable("locationd at \(socket) is busy: \(error.message)")
         case ControlError.Code.notListening.rawValue, ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
             ControlError.Code.timeout.rawValue, ControlError.Code.io.rawValue:
             .unavailable("locationd at \(socket): \(error.message)")

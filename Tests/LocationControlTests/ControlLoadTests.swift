@@ -254,20 +254,46 @@ struct ControlLoadTests {
         defer { server.stop() }
         let path = server.path
 
+        // Three watchers: busy connections, none of which may be closed for a newcomer.
+        let watchers = try await onThread { try (0..<3).map { _ in try ControlClient(path: path) } }
+        var streams: [AsyncThrowingStream<[UInt8], any Error>] = []
+        for client in watchers { streams.append(try await onThread { try client.watch() }) }
+        #expect(await waitUntil { server.watcherCount == 3 })
         try await onThread {
-            let kept = try (0..<3).map { _ in try ControlClient(path: path) }
-            for client in kept { _ = try client.request(.status) }
             let extra = try ControlClient(path: path)
             let line = String(decoding: try extra.readLine(timeout: .seconds(5)), as: UTF8.self)
             #expect(try errorCode(line) == "too-many-connections")
             #expect {
                 try extra.readLine(timeout: .seconds(5))
             } throws: { ($0 as? ControlError)?.code == .connectionClosed }
-            for client in kept { _ = try client.request(.status) }
         }
+        #expect(server.watcherCount == 3, "no watcher was dropped for the newcomer")
         // Once one leaves, a new client is served.
-        #expect(await waitUntil { server.connectionCount == 0 })
+        watchers[0].close()
+        #expect(await waitUntil { server.connectionCount == 2 })
         #expect(try await onThread { try ControlClient.request(.status, path: path) }.text.hasPrefix("{\"ok\":true"))
+        withExtendedLifetime((watchers, streams)) {}
+    }
+
+    @Test("idle connections at the limit never lock a new client out: the oldest idle one is closed with a reason")
+    func idleConnectionsMakeRoomForANewClient() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = ControlServerConfiguration(maxConnections: 3)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: StubHandler().handler)
+        defer { server.stop() }
+        let path = server.path
+        try await onThread {
+            let idle = try (0..<3).map { _ in try ControlClient(path: path) }
+            for client in idle { _ = try client.request(.status) }
+            // A fourth client is served at once.
+            #expect(try ControlClient.request(.status, path: path).text.hasPrefix("{\"ok\":true"))
+            // The oldest idle connection was the one closed, with a line saying why; the others still work.
+            let line = String(decoding: try idle[0].readLine(timeout: .seconds(5)), as: UTF8.self)
+            #expect(try errorCode(line) == "too-many-connections")
+            #expect(line.contains("closed to make room for a new client"))
+            for client in idle.dropFirst() { _ = try client.request(.status) }
+        }
     }
 
     @Test func aClientThatSendsNothingIsLeftAlone() async throws {

@@ -51,6 +51,18 @@ struct ForgedReplyTests {
         #expect(result.stdout.isEmpty, "nothing printed as if it were the answer: \(result.stdout)")
     }
 
+    @Test("a daemon too busy to serve is exit 69 with a line saying so, never 65")
+    func busyDaemonIs69() throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.file("fake.sock")
+        let busy = #"{"ok":false,"error":{"code":"too-many-connections","message":"the daemon already serves 512 connections, all busy"}}"# + "\n"
+        let served = try Self.serveOnce(socket, reply: busy)
+        let result = try Tool.run("locationctl", ["status", "--socket", socket], timeout: 20, in: directory)
+        served.wait()
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr == "locationctl: locationd at \(socket) is busy: the daemon already serves 512 connections, all busy\n")
+    }
+
     @Test("control characters in the daemon's messages reach the terminal escaped, on one line")
     func controlCharactersAreEscaped() throws {
         let directory = TemporaryDirectory()
