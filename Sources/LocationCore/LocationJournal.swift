@@ -104,16 +104,23 @@ public final class LocationJournal: Sendable {
         var problem: LocationError?
         var locations: [Location] = []
         var validLength = UInt64(magic.count)
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
+            // A FIFO would block the read for ever, a directory or device cannot hold records.
+            let kind = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a regular file"
+            throw LocationError(.journalIO, "cannot use journal \(path): it is \(kind)")
+        }
         if manager.fileExists(atPath: path) {
-            guard let data = manager.contents(atPath: path) else {
-                throw LocationError(.journalIO, "cannot read journal \(path)")
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+                throw LocationError(.journalIO, "cannot read journal \(path): \(Self.reason(error))")
             }
             if data.count < magic.count || !data.starts(with: magic) {
                 if !data.isEmpty {
                     let aside = path + ".corrupt"
                     try? manager.removeItem(atPath: aside)
                     do { try manager.moveItem(atPath: path, toPath: aside) } catch {
-                        throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(error)")
+                        throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(Self.reason(error))")
                     }
                     problem = LocationError(
                         .journalCorrupt, "\(path) is not a location journal (bad header); moved it to \(aside)")
@@ -126,18 +133,26 @@ public final class LocationJournal: Sendable {
             }
         }
         if !manager.fileExists(atPath: path) {
-            guard manager.createFile(atPath: path, contents: Data(magic), attributes: [.posixPermissions: 0o600])
-            else { throw LocationError(.journalIO, "cannot create journal \(path)") }
+            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw LocationError(.journalIO, "cannot create journal \(path): \(String(cString: strerror(errno)))")
+            }
+            let written = magic.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let number = errno
+            Glibc.close(fd)
+            guard written == magic.count else {
+                throw LocationError(.journalIO, "cannot create journal \(path): \(String(cString: strerror(written < 0 ? number : ENOSPC)))")
+            }
         }
         guard let handle = FileHandle(forUpdatingAtPath: path) else {
-            throw LocationError(.journalIO, "cannot open journal \(path) for writing")
+            throw LocationError(.journalIO, "cannot open journal \(path) for writing: \(String(cString: strerror(errno)))")
         }
         do {
             try handle.truncate(atOffset: validLength)
             try handle.seekToEnd()
             try handle.synchronize()
         } catch {
-            throw LocationError(.journalIO, "cannot prepare journal \(path): \(error)")
+            throw LocationError(.journalIO, "cannot prepare journal \(path): \(Self.reason(error))")
         }
         let journal = LocationJournal(path: path, handle: handle, syncInterval: syncInterval, clock: clock)
         journal.state.withLock { $0.recordCount = locations.count }
@@ -191,7 +206,7 @@ public final class LocationJournal: Sendable {
             do {
                 try bytes.withUnsafeBytes { try handle.write(contentsOf: $0) }
             } catch {
-                return .failure(LocationError(.journalIO, "cannot append to journal \(path): \(error)"))
+                return .failure(LocationError(.journalIO, "cannot append to journal \(path): \(Self.reason(error))"))
             }
             state.recordCount += count
             let now = timeline.now
@@ -237,7 +252,7 @@ public final class LocationJournal: Sendable {
                 try handle.seekToEnd()
                 try handle.synchronize()
             } catch {
-                return .failure(LocationError(.journalIO, "cannot clear journal \(path): \(error)"))
+                return .failure(LocationError(.journalIO, "cannot clear journal \(path): \(Self.reason(error))"))
             }
             state.recordCount = 0
             state.unsyncedSince = nil
@@ -286,7 +301,7 @@ public final class LocationJournal: Sendable {
                 return .failure(error)
             } catch {
                 try? FileManager.default.removeItem(atPath: temporary)
-                return .failure(LocationError(.journalIO, "cannot rewrite journal \(path): \(error)"))
+                return .failure(LocationError(.journalIO, "cannot rewrite journal \(path): \(Self.reason(error))"))
             }
             state.recordCount = locations.count
             state.unsyncedSince = nil
@@ -295,6 +310,18 @@ public final class LocationJournal: Sendable {
             return .success(())
         }
         try result.get()
+    }
+
+    /// The system's reason for a failed file operation, in plain words ("No space left on device"), never
+    /// Foundation's error dump.
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if let error = error as? LocationError { return error.message }
+        return nsError.localizedDescription
     }
 
     /// Makes a rename in the file's directory durable.

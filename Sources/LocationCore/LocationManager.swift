@@ -32,6 +32,8 @@ public final class LocationManager: Sendable {
         var delegate: WeakDelegate?
         var configuration: LocationManagerConfiguration
         var isUpdating = false
+        /// Journal appends failed in a row (see `journal(_:_:)`).
+        var journalFailures = 0
         var policy: AccuracyPolicy
         var isHolding: Bool
         var location: Location?
@@ -368,12 +370,7 @@ public final class LocationManager: Sendable {
         state.lastAccepted = processed
         if state.isHolding {
             state.batch.append(processed)
-            do {
-                try journal?.append(processed)
-            } catch {
-                logger.error("\(error.message)")
-                enqueueError(error)
-            }
+            journal(processed, &state)
             return
         }
         // Fixes restored from a journal while the app was already in the foreground (a daemon restarted
@@ -550,6 +547,38 @@ public final class LocationManager: Sendable {
         }
     }
 
+    /// Journals one held fix. The first failure (a full disk) is one error and one log line; the fixes stay
+    /// held in memory meanwhile, and the first append that works again rewrites the journal with every
+    /// held fix, so that it is whole again.
+    private func journal(_ fix: Location, _ state: inout State) {
+        guard let journal else { return }
+        do throws(LocationError) {
+            try journal.append(fix)
+            if state.journalFailures > 0 {
+                try journal.replaceContents(with: state.batch.peek())
+                logger.notice("journal \(journal.path) is written again after \(state.journalFailures) failed appends; it holds all \(journal.count) held fixes")
+                state.journalFailures = 0
+            }
+        } catch {
+            state.journalFailures += 1
+            if state.journalFailures == 1 {
+                let failure = LocationError(
+                    .journalIO,
+                    "\(error.message); held fixes are kept in memory, and the journal is rewritten with all of them once writing works again")
+                logger.error("\(failure.message)")
+                enqueueError(failure)
+            }
+        }
+    }
+
+    /// Fixes held but not in the journal (its appends failing), or 0.
+    public var unjournaledCount: Int {
+        state.withLock { state in
+            guard let journal, state.journalFailures > 0 else { return 0 }
+            return max(0, state.batch.count - journal.count)
+        }
+    }
+
     /// Delivers the held batch as one call, then clears the journal of what was delivered.
     private func flush(_ state: inout State) {
         let (locations, dropped) = state.batch.drain()
@@ -576,6 +605,7 @@ public final class LocationManager: Sendable {
                 do throws(LocationError) {
                     // Atomically, so that a crash here never loses what was held since the flush.
                     try journal.replaceContents(with: state.batch.peek())
+                    state.journalFailures = 0  // whole again
                     return nil
                 } catch {
                     return error

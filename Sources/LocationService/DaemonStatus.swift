@@ -19,12 +19,15 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var lastFixAge: Double?
     /// Fixes held for the next foreground.
     public var held: Int
+    /// Held fixes not in the journal, because its appends fail (a full disk); they are held in memory and
+    /// written once the journal can be written again. 0 when the journal is whole.
+    public var unjournaled: Int
     /// Held fixes dropped for lack of room since the daemon started.
     public var dropped: Int
     /// The journal file, if any.
     public var journal: String?
-    /// What was wrong with the journal when the daemon started (a damaged tail cut off, and how much of it
-    /// was dropped), if anything.
+    /// What was last wrong with the journal: a damaged tail cut off at start (and how much of it was
+    /// dropped), or writing that failed (and why), if anything.
     public var journalProblem: String?
     /// Clients watching the event stream.
     public var watchers: Int
@@ -34,8 +37,8 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     /// Creates a status report.
     public init(
         state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy, source: String,
-        sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, dropped: Int,
-        journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil
+        sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, unjournaled: Int = 0,
+        dropped: Int, journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil
     ) {
         self.state = state
         self.executingInBackground = executingInBackground
@@ -45,6 +48,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         self.lastFix = lastFix
         self.lastFixAge = lastFixAge
         self.held = held
+        self.unjournaled = unjournaled
         self.dropped = dropped
         self.journal = journal
         self.journalProblem = journalProblem
@@ -65,9 +69,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
             ("policy", policy.rawValue),
             ("source", "\(source) (\(sourceStatus.rawValue))"),
             ("last fix", fix),
-            ("held", "\(held) \(held == 1 ? "fix" : "fixes")"),
+            ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
             ("dropped", "\(dropped)"),
-            ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (at start: \($0))" } ?? "")),
+            ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
         ]

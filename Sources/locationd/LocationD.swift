@@ -79,8 +79,9 @@ struct LocationD: AsyncParsableCommand {
 
     func run() async throws {
         // A closed pipe (a client gone, a log reader gone) is an error to handle, never a reason to die;
-        // SIGUSR1, SIGUSR2 and SIGALRM mean nothing to the daemon, so they must not end it either.
-        for ignored in [SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM] { signal(ignored, SIG_IGN) }
+        // SIGUSR1, SIGUSR2 and SIGALRM mean nothing to the daemon, so they must not end it either; a file
+        // size limit reached is a failed write (EFBIG) to report, not SIGXFSZ killing it.
+        for ignored in [SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGXFSZ] { signal(ignored, SIG_IGN) }
         try await runReportingFailures {
             var settings = try await policyOptions.resolve()
             if let socket { settings.socketPath = socket }

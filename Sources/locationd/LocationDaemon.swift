@@ -31,7 +31,7 @@ final class LocationDaemon: Service, Sendable {
         let server = self.server
         let journalProblem = self.journalProblem
         let recorder = ServiceEventRecorder(application: application) { event in
-            if case .error(let error) = event, error.code == .journalCorrupt {
+            if case .error(let error) = event, error.code == .journalCorrupt || error.code == .journalIO {
                 journalProblem.withLock { $0 = error.message }
             }
             _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
@@ -148,7 +148,8 @@ final class LocationDaemon: Service, Sendable {
             state: state, executingInBackground: application.executingInBackground,
             policy: ServiceEvent.policy(for: state), source: manager.source.name, sourceStatus: manager.sourceStatus,
             lastFix: fix?.location, lastFixAge: fix.map { (ContinuousClock.now - $0.arrived).seconds },
-            held: manager.heldCount, dropped: manager.droppedCount, journal: manager.journalPath,
+            held: manager.heldCount, unjournaled: manager.unjournaledCount, dropped: manager.droppedCount,
+            journal: manager.journalPath,
             watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
             journalProblem: journalProblem.value)
     }

@@ -174,7 +174,7 @@ struct DaemonCrashTests {
             #expect(status.journalProblem?.contains("kept \(kept) fixes") == true)
             #expect(status.held >= kept)
             let text = try daemon.ctl(["status"])
-            #expect(text.stdout.contains("(at start: journal \(path):"))
+            #expect(text.stdout.contains("(problem: journal \(path):"))
 
             let (batch, _) = try Self.foreground(daemon)
             let prefixDelivered = Self.same(Array(batch.prefix(kept)), Array(fixes.prefix(kept)))
