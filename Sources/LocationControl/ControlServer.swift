@@ -87,6 +87,12 @@ public final class ControlServer: Sendable {
         core.state.withLock { $0.watcherCount }
     }
 
+    /// Bytes of output held for all connections together (bounded by
+    /// ``ControlServerConfiguration/maxTotalOutputBuffer`` plus one line per watcher).
+    package var bufferedOutputBytes: Int {
+        core.state.withLock { $0.connections.values.reduce(0) { $0 + $1.output.count } }
+    }
+
     /// Closes every connection and the listener, removes the socket file, and waits for the loop thread to end.
     ///
     /// Handlers still running are cancelled; their replies are discarded. Calling `stop()` again does nothing.

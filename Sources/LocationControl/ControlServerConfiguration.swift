@@ -15,6 +15,13 @@ public struct ControlServerConfiguration: Sendable, Hashable {
     /// Event lines that do not fit are dropped and counted; once the buffer drains the watcher receives
     /// `{"type":"error","code":"watcher-lagged","message":"missed N events"}` before any newer event.
     public var maxOutputBuffer: Int
+    /// The most bytes of unsent output held for all connections together. Default 64 MiB.
+    ///
+    /// While the total is over it, a watcher that already has output waiting (a slow one) gets no more event
+    /// lines: they are counted, and reported as `watcher-lagged` once its buffer drains, as when its own
+    /// buffer is full. Watchers that keep up (nothing waiting) still get every event. So 500 watchers that
+    /// never read cost at most this much, not 500 × ``maxOutputBuffer``.
+    public var maxTotalOutputBuffer: Int
     /// How long a connection with unsent output may go without reading any of it before it is closed.
     /// Default 30 s. A connection with nothing pending may stay idle for ever.
     public var stallTimeout: Duration
@@ -30,8 +37,10 @@ public struct ControlServerConfiguration: Sendable, Hashable {
         maxConnections: Int = 512,
         maxOutputBuffer: Int = 1024 * 1024,
         stallTimeout: Duration = .seconds(30),
-        maxPendingRequests: Int = 16
+        maxPendingRequests: Int = 16,
+        maxTotalOutputBuffer: Int = 64 * 1024 * 1024
     ) {
+        self.maxTotalOutputBuffer = maxTotalOutputBuffer
         self.maxRequestLength = maxRequestLength
         self.maxConnections = maxConnections
         self.maxOutputBuffer = maxOutputBuffer

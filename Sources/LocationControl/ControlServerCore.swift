@@ -471,7 +471,7 @@ final class ControlServerCore: Sendable {
         let line = Self.terminated(line)
         return state.withLock { state in
             guard !state.stopped, state.connections[id] != nil else { return false }
-            return push(line, to: id, in: &state)
+            return push(line, to: id, limit: configuration.maxOutputBuffer, in: &state)
         }
     }
 
@@ -480,18 +480,23 @@ final class ControlServerCore: Sendable {
         let line = Self.terminated(line)
         return state.withLock { state in
             guard !state.stopped, state.watcherCount > 0 else { return 0 }
+            var total = 0
+            for connection in state.connections.values { total += connection.output.count }
+            let overTotal = total >= configuration.maxTotalOutputBuffer
             var queued = 0
             for (id, connection) in state.connections where connection.isWatcher {
-                if push(line, to: id, in: &state) { queued += 1 }
+                // Over the total, a slow watcher (output already waiting) misses this line, counted.
+                let limit = overTotal && !connection.output.isEmpty ? 0 : configuration.maxOutputBuffer
+                if push(line, to: id, limit: limit, in: &state) { queued += 1 }
             }
             return queued
         }
     }
 
     /// Queues and writes at once; wakes the loop only when output is left over for it to poll.
-    private func push(_ line: [UInt8], to id: UInt64, in state: inout ServerState) -> Bool {
+    private func push(_ line: [UInt8], to id: UInt64, limit: Int, in state: inout ServerState) -> Bool {
         let wasEmpty = state.connections[id]?.output.isEmpty ?? false
-        guard state.connections[id]?.enqueueEvent(line, limit: configuration.maxOutputBuffer) == true else {
+        guard state.connections[id]?.enqueueEvent(line, limit: limit) == true else {
             return false
         }
         if wasEmpty {

@@ -134,6 +134,8 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     public static let distance = ValueRange(0.001...40_000_000, unit: "m")
     /// How many fixes a held batch may keep.
     public static let batchCapacity = ValueRange(1...100_000_000, unit: "fixes")
+    /// Bytes of output a daemon may hold for its clients together (64 KiB to 4 GiB).
+    public static let bufferedOutput = ValueRange(65_536...4_294_967_296, unit: "bytes")
     /// A TCP port.
     public static let port = ValueRange(1...65_535, unit: "")
 

@@ -125,5 +125,8 @@ extension ServiceConfiguration {
         ConfigurationKey("control.stallTimeout", .number(.stallTimeout)) {
             if case .number(let v) = $1 { $0.controlStallTimeout = v }
         },
+        ConfigurationKey("control.maxBufferedOutput", .integer(.bufferedOutput)) {
+            if case .number(let v) = $1 { $0.controlMaxBufferedOutput = Int(v) }
+        },
     ]
 }

@@ -53,6 +53,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// Seconds a control client with replies or events pending may go without reading any of them before
     /// the daemon drops it. Key `control.stallTimeout`, default 30.
     public var controlStallTimeout = 30.0
+    /// The most bytes of output the daemon holds for all its clients together; beyond it slow watchers miss
+    /// events (counted and reported to them). Key `control.maxBufferedOutput`, default 64 MiB.
+    public var controlMaxBufferedOutput = 64 * 1024 * 1024
 
     /// The defaults.
     public init() {}
@@ -163,6 +166,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
         try check(taskTimeLimit, .lifecycleTime, "task time limit")
         try check(controlStallTimeout, .stallTimeout, "control stall timeout")
         try check(Double(batchCapacity), .batchCapacity, "batch capacity")
+        try check(Double(controlMaxBufferedOutput), .bufferedOutput, "control maximum buffered output")
         if socketPath.isEmpty { throw bad("socket path is empty") }
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
         if journalPath?.isEmpty == true { throw bad("journal path is empty") }

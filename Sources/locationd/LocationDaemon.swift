@@ -82,7 +82,9 @@ final class LocationDaemon: Service, Sendable {
     func run() async throws {
         let control: ControlServer
         do {
-            let limits = ControlServerConfiguration(stallTimeout: .seconds(settings.controlStallTimeout))
+            let limits = ControlServerConfiguration(
+                stallTimeout: ValueRange.duration(clampingSeconds: settings.controlStallTimeout),
+                maxTotalOutputBuffer: settings.controlMaxBufferedOutput)
             control = try ControlServer(path: settings.socketPath, configuration: limits) { [weak self] request, connection in
                 guard let self else { return .failure("shutting-down", "locationd is shutting down") }
                 return await self.handle(request)

@@ -275,6 +275,34 @@ struct ControlLoadTests {
         withExtendedLifetime((watchers, streams)) {}
     }
 
+    @Test("watchers that never read cost at most the total output bound together; one that reads gets every event")
+    func totalOutputIsBounded() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let total = 256 * 1024
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 1024 * 1024, maxTotalOutputBuffer: total)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: StubHandler().handler)
+        defer { server.stop() }
+        let path = server.path
+        let stuck = try (0..<20).map { _ in try RawSocket(path: path) }
+        for socket in stuck { socket.write("{\"command\":\"watch\"}\n") }
+        let reader = try await onThread { try ControlClient(path: path) }
+        let events = try await onThread { try reader.watch() }
+        #expect(await waitUntil { server.watcherCount == 21 })
+        let line = Array((#"{"type":"filler","x":""# + String(repeating: "x", count: 200) + #""}"#).utf8)
+        var received = 0
+        var iterator = events.makeAsyncIterator()
+        _ = try await iterator.next()  // hello
+        for _ in 0..<10_000 {
+            _ = server.broadcast(line)
+            if try await iterator.next() != nil { received += 1 }
+        }
+        // 20 × 2 MB was offered to the stuck watchers; what is held stays near the bound.
+        #expect(server.bufferedOutputBytes <= total + 21 * (line.count + 1), "\(server.bufferedOutputBytes) bytes held")
+        #expect(received == 10_000, "the watcher that reads misses nothing")
+        withExtendedLifetime((stuck, reader)) {}
+    }
+
     @Test("idle connections at the limit never lock a new client out: the oldest idle one is closed with a reason")
     func idleConnectionsMakeRoomForANewClient() async throws {
         let directory = try TemporaryDirectory()

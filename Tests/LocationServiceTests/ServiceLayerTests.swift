@@ -17,6 +17,12 @@ struct ServiceLayerTests {
         var defaults = ServiceConfiguration()
         defaults.socketPath = ServiceConfiguration.defaultSocketPath(environment: [:])
         #expect(loaded == defaults)
+        // Every key is documented there.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in ServiceConfiguration.keys {
+            let leaf = String(key.name.split(separator: ".").last!)
+            #expect(text.contains("\(leaf):"), "Config/locationd.yaml does not document \(key.name)")
+        }
     }
 
     @Test("a file, then LOCATIOND_* variables, override the defaults")
