@@ -124,7 +124,7 @@ let package = Package(
             name: "LocationServiceTests",
             dependencies: [
                 "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd",
-                "GPSDTestSupport",
+                "GPSDTestSupport", "parser-fuzz",
             ]
         ),
         .systemLibrary(
@@ -134,6 +134,10 @@ let package = Package(
         .executableTarget(
             name: "gpx-fuzz",
             dependencies: ["LocationCore", "LocationGPX", "CLibFuzzer"]
+        ),
+        .executableTarget(
+            name: "parser-fuzz",
+            dependencies: ["LocationCore", "LocationGPSD", "LocationControl", "LocationService", "CLibFuzzer"]
         ),
         .executableTarget(
             name: "demo-track",

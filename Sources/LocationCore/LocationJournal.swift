@@ -347,7 +347,7 @@ public final class LocationJournal: Sendable {
 
     // MARK: - Records
 
-    static func encodeRecord(_ location: Location, into bytes: inout [UInt8]) {
+    package static func encodeRecord(_ location: Location, into bytes: inout [UInt8]) {
         let lengthOffset = bytes.count
         bytes.append(contentsOf: [0, 0, 0, 0])
         let payloadStart = bytes.count
@@ -389,7 +389,7 @@ public final class LocationJournal: Sendable {
         withUnsafeBytes(of: &value) { bytes.append(contentsOf: $0) }
     }
 
-    static func decode(_ data: Data, path: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
+    package static func decode(_ data: Data, path: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
         data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             var locations: [Location] = []

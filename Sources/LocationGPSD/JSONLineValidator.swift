@@ -7,33 +7,35 @@
 /// with valid escapes and no raw control characters, nesting at most ``maximumDepth`` deep, and nothing
 /// after the closing brace but whitespace. While scanning, it notes where the top-level `class` and
 /// `time` strings are, so the caller can check them without a second pass.
-enum JSONLineValidator {
+package enum JSONLineValidator {
     /// The top-level members the caller needs, as byte ranges of their string contents (without quotes).
-    struct Members: Equatable {
-        var className: Range<Int>?
-        var time: Range<Int>?
+    package struct Members: Equatable {
+        /// The `class` string's contents.
+        package var className: Range<Int>?
+        /// The `time` string's contents.
+        package var time: Range<Int>?
         /// The top-level `mode` value as written (a number in gpsd's TPV), whatever its type.
-        var mode: Range<Int>?
+        package var mode: Range<Int>?
         /// The first top-level `lat` or `lon` value that is not a JSON number, as written: libgps reads it
         /// as absent, which would turn a TPV into a partial one without a word.
-        var nonNumericCoordinate: Range<Int>?
+        package var nonNumericCoordinate: Range<Int>?
     }
 
     /// Why a line is not a JSON object.
-    struct Failure: Error, Equatable, CustomStringConvertible {
+    package struct Failure: Error, Equatable, CustomStringConvertible {
         /// What is wrong, for a person.
-        var reason: String
+        package var reason: String
         /// The byte offset where the scan stopped.
-        var offset: Int
+        package var offset: Int
 
-        var description: String { reason }
+        package var description: String { reason }
     }
 
     /// The deepest nesting of objects and arrays accepted; gpsd's own messages nest three levels.
     static let maximumDepth = 32
 
     /// Scans `bytes` (one line without its newline); returns the top-level members or the first fault.
-    static func validate(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<Members, Failure> {
+    package static func validate(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<Members, Failure> {
         var scanner = Scanner(bytes: bytes)
         do throws(Failure) {
             return .success(try scanner.line())

@@ -5,12 +5,12 @@ import Yams
 /// Checks the shape of a configuration file before its values are read: every key must be one of
 /// ``ServiceConfiguration/keys`` (or a section holding them), and every value a single value, so that a
 /// misspelt key or a list where a number belongs is refused rather than silently ignored.
-enum ConfigurationFileCheck {
+package enum ConfigurationFileCheck {
     /// Throws ``LocationError/Code/invalidConfiguration`` naming the first unknown key (with the nearest
     /// known one) or the first value of the wrong shape.
     /// - Returns: Whether the file sets anything at all (an empty file, or one of comments only, does not).
     @discardableResult
-    static func check(yaml text: String, path: String) throws(LocationError) -> Bool {
+    package static func check(yaml text: String, path: String) throws(LocationError) -> Bool {
         let document: Any?
         do { document = try Yams.load(yaml: text) } catch {
             // The values' reader reports syntax errors, with their position.

@@ -30,14 +30,14 @@ public struct LifecycleScript: Sendable, Hashable {
         for (index, rawItem) in items.enumerated() {
             let item = rawItem.trimmingCharacters(in: .whitespaces)
             func bad(_ reason: String) -> LocationError {
-                LocationError(.invalidConfiguration, "lifecycle script entry \(index + 1) '\(item)': \(reason)")
+                LocationError(.invalidConfiguration, "lifecycle script entry \(index + 1) '\(ValueRange.printable(item))': \(reason)")
             }
             let parts = item.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw bad("expected TIME:STATE, such as 120s:background") }
             let time = try Self.parseTime(parts[0].trimmingCharacters(in: .whitespaces), entry: index + 1)
             let name = parts[1].trimmingCharacters(in: .whitespaces).lowercased()
             guard let state = ApplicationState(rawValue: name), state != .notRunning else {
-                throw bad("'\(parts[1])' is not a state; use active, inactive, background or suspended")
+                throw bad("'\(ValueRange.printable(parts[1]))' is not a state; use active, inactive, background or suspended")
             }
             if let last = entries.last, time < last.time {
                 throw bad("its time comes before the previous entry's; list entries in time order")
