@@ -80,9 +80,12 @@ public final class LifecycleStateFile: Sendable {
     ///
     /// Call before the journal is opened: opening may replace a journal that is not one.
     public func load() -> Loaded {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return FileManager.default.fileExists(atPath: path)
-                ? .ignored(reason: "state record \(path) cannot be read") : .absent
+        let data: Data
+        switch Self.readSmallFile(path) {
+        case .success(let bytes): data = Data(bytes)
+        case .failure(let error):
+            let number = error.number
+            return number == ENOENT ? .absent : .ignored(reason: "state record \(path) cannot be read: \(String(cString: strerror(number)))")
         }
         let record: Record
         do {
@@ -108,6 +111,33 @@ public final class LifecycleStateFile: Sendable {
                     + "now \(identity.inode)): the journal was replaced")
         }
         return .restored(record.state)
+    }
+
+    /// The first 64 KiB of a regular file (a record is about 200 bytes; more is not a record), read with
+    /// plain system calls; the errno when it cannot be read.
+    private static func readSmallFile(_ path: String) -> Result<[UInt8], SystemErrno> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .failure(SystemErrno(errno)) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(SystemErrno(errno)) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(SystemErrno(EINVAL)) }
+        var bytes = [UInt8](repeating: 0, count: 65_536)
+        var total = 0
+        while total < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
+            if count < 0, errno == EINTR { continue }
+            if count < 0 { return .failure(SystemErrno(errno)) }
+            if count == 0 { break }
+            total += count
+        }
+        return .success(Array(bytes[0..<total]))
+    }
+
+    /// An errno value as an error.
+    private struct SystemErrno: Error {
+        var number: Int32
+        init(_ number: Int32) { self.number = number }
     }
 
     /// Writes `state` atomically, tied to the journal file as it is now.
