@@ -227,6 +227,11 @@ public final class ControlClient: Sendable {
         case ENOENT:
             return ControlError(.notListening, "no locationd socket at \(path) (is locationd running?)")
         case ECONNREFUSED:
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFSOCK {
+                let kind = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : info.st_mode & S_IFMT == S_IFREG ? "a regular file" : "not a socket"
+                return ControlError(.notListening, "\(path) is \(kind), not locationd's socket")
+            }
             return ControlError(.notListening, "nothing is listening on \(path) (a stale socket file; is locationd running?)")
         case EACCES, EPERM:
             return ControlError(.permissionDenied, "permission denied connecting to \(path): \(reason)")

@@ -51,6 +51,18 @@ struct ForgedReplyTests {
         #expect(result.stdout.isEmpty, "nothing printed as if it were the answer: \(result.stdout)")
     }
 
+    @Test("a regular file or a directory given as --socket is named as such, not as a stale socket")
+    func notASocket() throws {
+        let directory = TemporaryDirectory()
+        let file = directory.file("notes.txt")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        for (path, kind) in [(file, "a regular file"), (directory.path, "a directory")] {
+            let result = try Tool.run("locationctl", ["status", "--socket", path], in: directory)
+            #expect(result.status == 69)
+            #expect(result.stderr == "locationctl: locationd at \(path): \(path) is \(kind), not locationd's socket\n")
+        }
+    }
+
     @Test("a daemon too busy to serve is exit 69 with a line saying so, never 65")
     func busyDaemonIs69() throws {
         let directory = TemporaryDirectory()
