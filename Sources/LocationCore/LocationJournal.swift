@@ -20,9 +20,11 @@ import Foundation
 ///
 /// Every fix is written with one `write` as it is appended, so it survives the process being killed;
 /// `fsync` runs at least once per ``syncInterval`` while appending and on ``sync()``, so it also survives
-/// a power cut after that. On opening, records are read up to the first one that is truncated or fails
-/// its checksum; that tail is reported and cut off, and the valid prefix is kept. A file that is not a
-/// journal at all is moved aside to `PATH.corrupt` rather than overwritten.
+/// a power cut after that. On opening, a record that is damaged (its length impossible, its checksum
+/// wrong) is skipped: the scan moves on to the next offset where a whole record with a matching checksum
+/// starts, so every good record after damage is kept; damaged bytes before good records are saved to
+/// `PATH.damaged` and the journal rewritten without them, while a cut or broken tail is reported and cut
+/// off. A file that is not a journal at all is moved aside to `PATH.corrupt` rather than overwritten.
 ///
 /// A journal has one owner: opening takes an exclusive lock (`flock`) on `PATH.lock`, which holds the
 /// owner's pid, for as long as the journal is open. A second process that opens the same journal is refused
@@ -130,6 +132,25 @@ public final class LocationJournal: Sendable {
                 locations = parsed.locations
                 problem = parsed.problem
                 validLength = UInt64(parsed.validLength)
+                if !parsed.damaged.isEmpty {
+                    // Damage before good records: keep the damaged bytes for inspection, and rewrite the
+                    // journal with the good records only, so that appends continue a clean file.
+                    var saved: [UInt8] = []
+                    data.withUnsafeBytes { raw in
+                        for range in parsed.damaged { saved.append(contentsOf: raw[range]) }
+                    }
+                    let aside = path + ".damaged"
+                    try writeWhole(saved, to: aside)
+                    var clean = magic
+                    for location in locations { encodeRecord(location, into: &clean) }
+                    try writeWhole(clean, to: path + ".tmp")
+                    guard Glibc.rename(path + ".tmp", path) == 0 else {
+                        throw LocationError(.journalIO, "cannot rewrite journal \(path): \(String(cString: strerror(errno)))")
+                    }
+                    syncDirectory(of: path)
+                    validLength = UInt64(clean.count)
+                    problem = problem.map { LocationError($0.code, $0.message + "; the damaged bytes are saved in \(aside)") }
+                }
             }
         }
         if !manager.fileExists(atPath: path) {
@@ -324,6 +345,21 @@ public final class LocationJournal: Sendable {
         return nsError.localizedDescription
     }
 
+    /// Writes `bytes` to `path` (created 0600, replaced if present) and syncs it.
+    private static func writeWhole(_ bytes: [UInt8], to path: String) throws(LocationError) {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
+            offset += written
+        }
+        guard fsync(fd) == 0 else { throw LocationError(.journalIO, "cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+
     /// Makes a rename in the file's directory durable.
     private static func syncDirectory(of path: String) {
         let directory = (path as NSString).deletingLastPathComponent
@@ -389,32 +425,79 @@ public final class LocationJournal: Sendable {
         withUnsafeBytes(of: &value) { bytes.append(contentsOf: $0) }
     }
 
-    package static func decode(_ data: Data, path: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
+    /// What ``decode(_:path:)`` found in a journal's bytes.
+    package struct Decoded {
+        /// The fixes of every valid record, in file order (those after damage included).
+        package var locations: [Location]
+        /// What was wrong, if anything.
+        package var problem: LocationError?
+        /// Where the valid records end when the only damage is a cut or broken tail; the file is cut there.
+        package var validLength: Int
+        /// Damaged stretches before the last valid record: the file must be rewritten without them.
+        package var damaged: [Range<Int>]
+    }
+
+    /// Reads every record. A damaged one (a flipped byte, a torn write) is skipped: the scan moves on byte
+    /// by byte to the next place where a whole record with a matching checksum starts, and keeps every good
+    /// record after it. A damaged or cut tail is left out and reported as before.
+    package static func decode(_ data: Data, path: String) -> Decoded {
         data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             var locations: [Location] = []
+            var damaged: [(range: Range<Int>, reason: String)] = []
             var offset = magic.count
-            func fail(_ reason: String) -> (locations: [Location], problem: LocationError?, validLength: Int) {
-                let dropped = bytes.count - offset
-                let message =
-                    "journal \(path): \(reason) at byte \(offset); kept \(locations.count) fixes, dropped \(dropped) bytes"
-                return (locations, LocationError(.journalCorrupt, message), offset)
-            }
+            var validLength = offset
             while offset < bytes.count {
-                guard bytes.count - offset >= 4 else { return fail("truncated record header") }
-                let length = Int(readUInt32(bytes, offset))
-                guard length >= 1, length <= maxPayload else { return fail("impossible record length \(length)") }
-                guard bytes.count - offset >= 8 + length else { return fail("truncated record") }
-                let payload = UnsafeBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 4 + length)])
-                guard CRC32.checksum(payload) == readUInt32(bytes, offset + 4 + length) else {
-                    return fail("checksum mismatch")
+                switch record(bytes, at: offset) {
+                case .success(let (location, next)):
+                    locations.append(location)
+                    offset = next
+                    validLength = next
+                case .failure(let failure):
+                    var probe = offset + 1
+                    while probe < bytes.count, (try? record(bytes, at: probe).get()) == nil { probe += 1 }
+                    damaged.append((offset..<probe, failure.reason))
+                    offset = probe
                 }
-                guard let location = decodePayload(payload) else { return fail("malformed record") }
-                locations.append(location)
-                offset += 8 + length
             }
-            return (locations, nil, offset)
+            guard let first = damaged.first else { return Decoded(locations: locations, problem: nil, validLength: validLength, damaged: []) }
+            let inner = damaged.filter { $0.range.upperBound < bytes.count }
+            let droppedTail = bytes.count - validLength
+            if inner.isEmpty {
+                let message =
+                    "journal \(path): \(first.reason) at byte \(first.range.lowerBound); kept \(locations.count) fixes, dropped \(droppedTail) bytes"
+                return Decoded(locations: locations, problem: LocationError(.journalCorrupt, message), validLength: validLength, damaged: [])
+            }
+            let skipped = inner.reduce(0) { $0 + $1.range.count }
+            let message =
+                "journal \(path): \(first.reason) at byte \(first.range.lowerBound); skipped \(skipped) damaged bytes in \(inner.count) "
+                + "place\(inner.count == 1 ? "" : "s") and kept \(locations.count) fixes, those after the damage included"
+                + (droppedTail > 0 ? "; dropped a cut tail of \(droppedTail) bytes" : "")
+            return Decoded(
+                locations: locations, problem: LocationError(.journalCorrupt, message), validLength: validLength,
+                damaged: inner.map(\.range))
         }
+    }
+
+    /// Why the bytes at an offset are not a record.
+    private struct RecordFailure: Error {
+        var reason: String
+    }
+
+    /// The record starting at `offset` and where the next one starts, or why there is none.
+    private static func record(
+        _ bytes: UnsafeBufferPointer<UInt8>, at offset: Int
+    ) -> Result<(Location, Int), RecordFailure> {
+        guard bytes.count - offset >= 4 else { return .failure(RecordFailure(reason: "truncated record header")) }
+        let length = Int(readUInt32(bytes, offset))
+        guard length >= 1, length <= maxPayload else { return .failure(RecordFailure(reason: "impossible record length \(length)")) }
+        guard bytes.count - offset >= 8 + length else { return .failure(RecordFailure(reason: "truncated record")) }
+        let payload = UnsafeBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 4 + length)])
+        guard CRC32.checksum(payload) == readUInt32(bytes, offset + 4 + length) else {
+            return .failure(RecordFailure(reason: "checksum mismatch"))
+        }
+        guard let location = decodePayload(payload) else { return .failure(RecordFailure(reason: "malformed record")) }
+        return .success((location, offset + 8 + length))
     }
 
     private static func readUInt32(_ bytes: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {

@@ -107,7 +107,7 @@ struct LocationJournalTests {
         #expect(reread.locations == fixes)
     }
 
-    @Test("a flipped byte mid-file fails the checksum and keeps the records before it")
+    @Test("a flipped byte mid-file loses that record only: every later good record is kept, the damage saved aside")
     func corruptRecord() throws {
         let directory = TemporaryDirectory()
         let fixes = LocationFixtures.walk(count: 10)
@@ -116,9 +116,38 @@ struct LocationJournalTests {
         let recordSize = (data.count - 8) / 10
         data[8 + recordSize * 6 + 20] ^= 0x40
         try data.write(to: URL(fileURLWithPath: path))
+        let (journal, contents) = try LocationJournal.open(path: path)
+        let message = try #require(contents.problem?.message)
+        #expect(message.contains("checksum mismatch at byte \(8 + recordSize * 6)"), "\(message)")
+        #expect(message.contains("skipped \(recordSize) damaged bytes in 1 place and kept 9 fixes"), "\(message)")
+        #expect(message.hasSuffix("the damaged bytes are saved in \(path).damaged"))
+        var expected = fixes
+        expected.remove(at: 6)
+        #expect(contents.locations == expected)
+        let saved = try Data(contentsOf: URL(fileURLWithPath: path + ".damaged"))
+        #expect(saved == data[(8 + recordSize * 6)..<(8 + recordSize * 7)])
+        // The journal was rewritten clean: appends continue it, and it reads back whole.
+        try journal.append(fixes[6])
+        journal.close()
+        let (_, reread) = try LocationJournal.open(path: path)
+        #expect(reread.problem == nil)
+        #expect(reread.locations == expected + [fixes[6]])
+    }
+
+    @Test("damage in several places, then a cut tail: every whole record between them is kept")
+    func severalDamagedPlaces() throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 20)
+        let path = try directory.journal(holding: fixes)
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let recordSize = (data.count - 8) / 20
+        data[8 + recordSize * 2 + 5] ^= 0x01  // record 2's payload
+        data[8 + recordSize * 9] ^= 0xFF  // record 9's length
+        data.removeLast(3)  // record 19 cut
+        try data.write(to: URL(fileURLWithPath: path))
         let (_, contents) = try LocationJournal.open(path: path)
-        #expect(contents.problem?.message.contains("checksum mismatch") == true)
-        #expect(contents.locations == Array(fixes.prefix(6)))
+        #expect(contents.locations == fixes.enumerated().filter { ![2, 9, 19].contains($0.offset) }.map(\.element))
+        #expect(contents.problem?.message.contains("in 2 places") == true, "\(String(describing: contents.problem))")
     }
 
     @Test("a journal has one owner: a second open is refused naming the holder's pid, until the first closes")
