@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationService
 
 /// The entry point of `locationctl` and `locationd`: parses the command line and runs the command, so that
 /// every failure, a mistyped flag included, is one line on standard error with its sysexits code.
@@ -9,21 +10,7 @@ import Foundation
 public enum CommandMain {
     /// Parses the arguments as `Root`, runs the command and exits: 0, or the failure's code after one line.
     public static func run<Root: ParsableCommand>(_ root: Root.Type) async -> Never {
-        let program = root.configuration.commandName ?? "locationctl"
-        var command: any ParsableCommand
-        do {
-            command = try root.parseAsRoot()
-        } catch {
-            let code = root.exitCode(for: error)
-            if code == .success {
-                print(root.fullMessage(for: error))
-                Foundation.exit(0)
-            }
-            let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
-            let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
-            FileHandle.standardError.write(Data("\(program): \(line) (see '\(program) --help')\n".utf8))
-            Foundation.exit(code.rawValue)
-        }
+        var command = parseOrExit(root)
         do {
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
@@ -40,5 +27,25 @@ public enum CommandMain {
             CommandFailure(exitCode: 70, message: message).exit()
         }
         Foundation.exit(0)
+    }
+
+    /// Parses the arguments, or prints the help or one line and exits. Synchronous on purpose: what the
+    /// parser allocated is still on a thread's stack when the process exits, where LeakSanitizer sees it,
+    /// not in an async frame it cannot see.
+    private static func parseOrExit<Root: ParsableCommand>(_ root: Root.Type) -> any ParsableCommand {
+        let program = root.configuration.commandName ?? "locationctl"
+        do {
+            return try root.parseAsRoot()
+        } catch {
+            let code = root.exitCode(for: error)
+            if code == .success {
+                print(root.fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+            let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+            EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(line)) (see '\(program) --help')\n")
+            Foundation.exit(code.rawValue)
+        }
     }
 }
