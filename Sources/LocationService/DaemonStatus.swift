@@ -13,6 +13,8 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var source: String
     /// The source's connection and fix state.
     public var sourceStatus: LocationSourceStatus
+    /// The source's last error (gpsd unreachable, a replay file damaged further on), if any since start.
+    public var sourceProblem: String?
     /// The last fix, if any.
     public var lastFix: Location?
     /// Seconds since the last fix arrived at the daemon, if any.
@@ -38,8 +40,10 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public init(
         state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy, source: String,
         sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, unjournaled: Int = 0,
-        dropped: Int, journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil
+        dropped: Int, journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil,
+        sourceProblem: String? = nil
     ) {
+        self.sourceProblem = sourceProblem
         self.state = state
         self.executingInBackground = executingInBackground
         self.policy = policy
@@ -67,7 +71,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         let rows: [(String, String)] = [
             ("state", state.rawValue + (executingInBackground ? " (executing in background)" : "")),
             ("policy", policy.rawValue),
-            ("source", "\(source) (\(sourceStatus.rawValue))"),
+            ("source", "\(source) (\(sourceStatus.rawValue))" + (sourceProblem.map { "; last problem: \($0)" } ?? "")),
             ("last fix", fix),
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
             ("dropped", "\(dropped)"),

@@ -14,6 +14,8 @@ final class LocationDaemon: Service, Sendable {
     private let recorder: ServiceEventRecorder
     private let server: Locked<ControlServer?> = Locked(nil)
     private let lastFix = Locked<(location: Location, arrived: ContinuousClock.Instant)?>(nil)
+    /// The source's last error, for `status`.
+    private let sourceProblem = Locked<String?>(nil)
     /// What was cut off a damaged journal at start, for `status`.
     private let journalProblem = Locked<String?>(nil)
     private let logger: Logger
@@ -38,8 +40,13 @@ final class LocationDaemon: Service, Sendable {
         }
         self.recorder = recorder
         let lastFix = self.lastFix
+        let sourceProblem = self.sourceProblem
         let observed = ObservedLocationSource(source) { event in
-            if case .location(let location) = event { lastFix.withLock { $0 = (location, .now) } }
+            switch event {
+            case .location(let location): lastFix.withLock { $0 = (location, .now) }
+            case .error(let error): sourceProblem.withLock { $0 = error.description }
+            case .status: break
+            }
         }
         let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
         let startState = stateFile.map { Self.startState(explicit: explicitState, saved: $0, logger: logger) }
@@ -153,6 +160,6 @@ final class LocationDaemon: Service, Sendable {
             held: manager.heldCount, unjournaled: manager.unjournaledCount, dropped: manager.droppedCount,
             journal: manager.journalPath,
             watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
-            journalProblem: journalProblem.value)
+            journalProblem: journalProblem.value, sourceProblem: sourceProblem.value)
     }
 }

@@ -36,6 +36,23 @@ struct DaemonStartTests {
         #expect(status.status == 0 && status.stdout.contains("\"state\":\"suspended\""), "\(status.stdout)")
     }
 
+    @Test("an unreachable gpsd is logged when it happens and shown by status")
+    func unreachableSourceIsShown() throws {
+        let directory = TemporaryDirectory()
+        let socket = directory.file("d.sock")
+        let (daemon, _, log) = try Tool.start("locationd", ["--gpsd", "127.0.0.1:9", "--socket", socket], in: directory)
+        defer {
+            kill(daemon.processIdentifier, SIGTERM)
+            daemon.waitUntilExit()
+        }
+        var shown = ""
+        #expect(DaemonSignalTests.eventually {
+            shown = (try? Tool.run("locationctl", ["status", "--socket", socket], in: directory).stdout) ?? ""
+            return shown.contains("last problem: source-unavailable: cannot connect to gpsd at 127.0.0.1:9")
+        }, "\(shown)")
+        #expect(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("cannot connect to gpsd at 127.0.0.1:9"))
+    }
+
     @Test(
         "a replay file that is empty, not XML, pointless or damaged at its first point is exit 65 before listening",
         arguments: [
