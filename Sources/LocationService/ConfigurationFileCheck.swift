@@ -11,25 +11,31 @@ package enum ConfigurationFileCheck {
     /// - Returns: Whether the file sets anything at all (an empty file, or one of comments only, does not).
     @discardableResult
     package static func check(yaml text: String, path: String) throws(LocationError) -> Bool {
-        let document: Any?
-        do { document = try Yams.load(yaml: text) } catch {
+        // The node tree, not Swift values: constructing values traps on keys that are lists or maps
+        // (`[]: x`), found by the yaml-config fuzz target.
+        let document: Node?
+        do { document = try Yams.compose(yaml: text) } catch {
             // The values' reader reports syntax errors, with their position.
             return true
         }
         guard let document else { return false }  // an empty file sets nothing
-        guard let top = document as? [String: Any] else {
+        guard let top = document.mapping else {
             throw LocationError(.invalidConfiguration, "\(path): expected keys and values, such as 'reduced: {interval: 60}'")
         }
         let known = ServiceConfiguration.keys
         let sections = Set(known.compactMap { $0.name.split(separator: ".").count == 2 ? String($0.name.split(separator: ".")[0]) : nil })
-        func walk(_ map: [String: Any], prefix: String) throws(LocationError) {
-            for name in map.keys.sorted() {
-                let value = map[name]
+        func walk(_ map: Node.Mapping, prefix: String) throws(LocationError) {
+            for (keyNode, value) in map {
+                guard let name = keyNode.scalar?.string else {
+                    throw LocationError(
+                        .invalidConfiguration,
+                        "\(path): a key\(prefix.isEmpty ? "" : " under \(prefix)") is \(shape(of: keyNode)), not a name")
+                }
                 let full = prefix.isEmpty ? name : "\(prefix).\(name)"
                 if let key = known.first(where: { $0.name == full }) {
                     try checkShape(value, of: key, path: path)
                 } else if prefix.isEmpty, sections.contains(name) {
-                    guard let inner = value as? [String: Any] else {
+                    guard let inner = value.mapping else {
                         throw LocationError(
                             .invalidConfiguration,
                             "\(path): \(name) is a section; expected keys under it, such as \(known.first { $0.name.hasPrefix(name + ".") }!.name), got \(shape(of: value))")
@@ -48,25 +54,23 @@ package enum ConfigurationFileCheck {
         return true
     }
 
-    private static func checkShape(_ value: Any?, of key: ConfigurationKey, path: String) throws(LocationError) {
-        if value == nil || value is NSNull { return }  // `key:` with nothing after it keeps the default
-        if value is [Any] || value is [String: Any] {
-            let expected: String
-            switch key.kind {
-            case .text: expected = "text"
-            case .number(let range), .integer(let range): expected = "a number in \(range)"
-            case .onOff: expected = "on or off"
-            }
-            throw LocationError(.invalidConfiguration, "\(path): \(key.name) expects \(expected), got \(shape(of: value))")
+    private static func checkShape(_ value: Node, of key: ConfigurationKey, path: String) throws(LocationError) {
+        guard value.scalar == nil else { return }  // a single value (`key:` with nothing after it is a null scalar)
+        let expected: String
+        switch key.kind {
+        case .text: expected = "text"
+        case .number(let range), .integer(let range): expected = "a number in \(range)"
+        case .onOff: expected = "on or off"
         }
+        throw LocationError(.invalidConfiguration, "\(path): \(key.name) expects \(expected), got \(shape(of: value))")
     }
 
-    private static func shape(of value: Any?) -> String {
+    private static func shape(of value: Node) -> String {
         switch value {
-        case is [Any]: "a list"
-        case is [String: Any]: "a section of keys"
-        case nil, is NSNull: "nothing"
-        default: "a single value"
+        case .sequence: "a list"
+        case .mapping: "a section of keys"
+        case .alias: "an alias"
+        case .scalar: "a single value"
         }
     }
 

@@ -29,6 +29,9 @@ struct ConfigurationFileTests {
             ("reduced: {interval: 1e300}", "reduced.interval: 1e300 is above the largest allowed value; use 0.1…604800 s"),
             ("lifecycle: {gracePeriod: -1}", "lifecycle.gracePeriod: -1 is negative"),
             ("control: {stallTimeout: .nan}", "control.stallTimeout: '.nan' is not a number"),
+            // Found by the yaml-config fuzz target: a list or map as a key trapped in the YAML library.
+            ("[]: \u{E1}[]", "a key is a list, not a name"),
+            ("reduced: {{a: 1}: 2}", "a key under reduced is a section of keys, not a name"),
         ])
     func refused(yaml: String, message: String) async throws {
         do {
