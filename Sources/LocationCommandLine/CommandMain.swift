@@ -21,10 +21,28 @@ public enum CommandMain {
             failure.exit()
         } catch {
             let code = root.exitCode(for: error)
-            if code == .success { Foundation.exit(0) }
+            if code == .success {
+                // `--help` and `help` parse as ArgumentParser's help command, whose run asks for the help.
+                print(root.fullMessage(for: error))
+                exitAfterFlushingStandardOutput(root.configuration.commandName ?? "locationctl")
+            }
             let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
             // An error nobody mapped to a sysexits code is a bug of ours: EX_SOFTWARE, still one line.
             CommandFailure(exitCode: 70, message: message).exit()
+        }
+        exitAfterFlushingStandardOutput(root.configuration.commandName ?? "locationctl")
+    }
+
+    /// Writes out what `print` buffered (the process may end from any thread, where nothing else would)
+    /// and exits 0; a write that fails is exit 74 with one line, a reader that went away a quiet 0.
+    private static func exitAfterFlushingStandardOutput(_ program: String) -> Never {
+        // fflush(nil) flushes every output stream, standard output included, and fails if a write did.
+        if fflush(nil) != 0 {
+            let number = errno
+            if number != EPIPE {
+                EventWriter.writeToStandardError("\(program): cannot write to standard output: \(String(cString: strerror(number)))\n")
+                Foundation.exit(74)
+            }
         }
         Foundation.exit(0)
     }
@@ -39,8 +57,9 @@ public enum CommandMain {
         } catch {
             let code = root.exitCode(for: error)
             if code == .success {
+                // --help, -h, help SUBCOMMAND, --experimental-dump-help.
                 print(root.fullMessage(for: error))
-                Foundation.exit(0)
+                exitAfterFlushingStandardOutput(program)
             }
             let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
             let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message

@@ -22,3 +22,20 @@ struct ReplayInputTests {
         }
     }
 }
+
+/// `--help` and `help` print the help, with the documented ranges.
+@Suite("Help")
+struct HelpTests {
+    @Test("--help, -h and help SUBCOMMAND print the help on standard output, exit 0", arguments: [
+        ("locationctl", ["--help"], "OVERVIEW: Watch, replay and query"),
+        ("locationctl", ["replay", "--help"], "0.001…1000000 ×"),
+        ("locationctl", ["help", "watch"], "--duration"),
+        ("locationd", ["-h"], "--check-config"),
+    ])
+    func help(tool: String, arguments: [String], text: String) throws {
+        let directory = TemporaryDirectory()
+        let result = try Tool.run(tool, arguments, in: directory)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains(text), "\(result.stdout)")
+    }
+}
