@@ -52,6 +52,8 @@ enum Tool {
         env["XDG_RUNTIME_DIR"] = directory.path
         for (key, value) in environment { env[key] = value }
         process.environment = env
+        // Relative paths a tool is given (`--output 0` in the boundary sweep) land in the test's directory.
+        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
         let label = name.split(separator: "/").last.map(String.init) ?? name
         let out = directory.file("\(label)-\(UUID().uuidString).out")
         let err = directory.file("\(label)-\(UUID().uuidString).err")
