@@ -47,7 +47,7 @@ public final class LocationJournal: Sendable {
     private let state: Locked<State>
     private let timeline: Timeline
     private static let magic = Array("LOCJRNL1".utf8)
-    private static let maxPayload = 4096
+    static let maxPayload = 4096
 
     /// What was found in an existing journal when it was opened.
     public struct Contents: Sendable {
@@ -57,13 +57,37 @@ public final class LocationJournal: Sendable {
         public var problem: LocationError?
     }
 
-    /// Opens (creating if needed) the journal at `path` and reads what it holds.
+    /// What opening a journal found, when its fixes were handed over one by one instead of collected.
+    public struct LoadSummary: Sendable {
+        /// How many fixes the journal held (every valid record, those after damage included).
+        public var count: Int
+        /// What was wrong with the tail (or the whole file), if anything; the valid records are kept.
+        public var problem: LocationError?
+    }
+
+    /// Opens (creating if needed) the journal at `path` and reads what it holds into an array.
+    ///
+    /// For a journal that may be large, ``open(path:syncInterval:clock:loading:)`` hands each fix over as it
+    /// is read instead, so that memory stays bounded by what the caller keeps.
     public static func open(
         path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()
     ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
+        var locations: [Location] = []
+        let opened = try open(path: path, syncInterval: syncInterval, clock: clock) { locations.append($0) }
+        return (opened.journal, Contents(locations: locations, problem: opened.summary.problem))
+    }
+
+    /// Opens (creating if needed) the journal at `path`, handing each fix it holds to `load` in file order.
+    ///
+    /// The file is read through a window of about 1 MiB, so opening a journal of any size (a sparse 6 GB
+    /// file included) costs constant memory beyond what `load` keeps.
+    public static func open(
+        path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock(),
+        loading load: (Location) -> Void
+    ) throws(LocationError) -> (journal: LocationJournal, summary: LoadSummary) {
         let lock = try lock(path)
         do {
-            let opened = try openLocked(path: path, syncInterval: syncInterval, clock: clock)
+            let opened = try openLocked(path: path, syncInterval: syncInterval, clock: clock, load: load)
             opened.journal.state.withLock { $0.lockDescriptor = lock }
             return opened
         } catch {
@@ -100,61 +124,42 @@ public final class LocationJournal: Sendable {
     }
 
     private static func openLocked(
-        path: String, syncInterval: Duration, clock: any Clock<Duration>
-    ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
-        let manager = FileManager.default
-        var problem: LocationError?
-        var locations: [Location] = []
-        var validLength = UInt64(magic.count)
+        path: String, syncInterval: Duration, clock: any Clock<Duration>, load: (Location) -> Void
+    ) throws(LocationError) -> (journal: LocationJournal, summary: LoadSummary) {
         var info = stat()
         if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
             // A FIFO would block the read for ever, a directory or device cannot hold records.
             let kind = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a regular file"
             throw LocationError(.journalIO, "cannot use journal \(path): it is \(kind)")
         }
-        if manager.fileExists(atPath: path) {
-            let data: Data
-            do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-                throw LocationError(.journalIO, "cannot read journal \(path): \(Self.reason(error))")
-            }
-            if data.count < magic.count || !data.starts(with: magic) {
-                if !data.isEmpty {
-                    let aside = path + ".corrupt"
-                    try? manager.removeItem(atPath: aside)
-                    do { try manager.moveItem(atPath: path, toPath: aside) } catch {
-                        throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(Self.reason(error))")
-                    }
-                    problem = LocationError(
-                        .journalCorrupt, "\(path) is not a location journal (bad header); moved it to \(aside)")
+        var summary = LoadSummary(count: 0, problem: nil)
+        var validLength = magic.count
+        var needsHeader = true
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            guard errno == ENOENT else { throw LocationError(.journalIO, "cannot read journal \(path): \(String(cString: strerror(errno)))") }
+        } else {
+            defer { Glibc.close(fd) }
+            guard fstat(fd, &info) == 0 else { throw LocationError(.journalIO, "cannot read journal \(path): \(String(cString: strerror(errno)))") }
+            var header = [UInt8](repeating: 0, count: magic.count)
+            let headerCount = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            guard headerCount >= 0 else { throw LocationError(.journalIO, "cannot read journal \(path): \(String(cString: strerror(errno)))") }
+            if info.st_size == 0 {
+                // Created but never given its header (a crash between the two): a journal with no records.
+            } else if headerCount < magic.count || header != magic {
+                let aside = path + ".corrupt"
+                unlink(aside)
+                guard Glibc.rename(path, aside) == 0 else {
+                    throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(String(cString: strerror(errno)))")
                 }
+                summary.problem = LocationError(.journalCorrupt, "\(path) is not a location journal (bad header); moved it to \(aside)")
             } else {
-                let parsed = decode(data, path: path)
-                locations = parsed.locations
-                problem = parsed.problem
-                validLength = UInt64(parsed.validLength)
-                if !parsed.damaged.isEmpty {
-                    // Damage before good records: keep the damaged bytes for inspection, and rewrite the
-                    // journal with the good records only, so that appends continue a clean file.
-                    var saved: [UInt8] = []
-                    data.withUnsafeBytes { raw in
-                        for range in parsed.damaged { saved.append(contentsOf: raw[range]) }
-                    }
-                    let aside = path + ".damaged"
-                    try writeWhole(saved, to: aside)
-                    var clean = magic
-                    for location in locations { encodeRecord(location, into: &clean) }
-                    try writeWhole(clean, to: path + ".tmp")
-                    guard Glibc.rename(path + ".tmp", path) == 0 else {
-                        throw LocationError(.journalIO, "cannot rewrite journal \(path): \(String(cString: strerror(errno)))")
-                    }
-                    syncDirectory(of: path)
-                    validLength = UInt64(clean.count)
-                    problem = problem.map { LocationError($0.code, $0.message + "; the damaged bytes are saved in \(aside)") }
-                }
+                needsHeader = false
+                (summary, validLength) = try readRecords(from: fd, size: Int(info.st_size), path: path, each: load)
             }
         }
-        if !manager.fileExists(atPath: path) {
-            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if needsHeader {
+            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else {
                 throw LocationError(.journalIO, "cannot create journal \(path): \(String(cString: strerror(errno)))")
             }
@@ -169,15 +174,152 @@ public final class LocationJournal: Sendable {
             throw LocationError(.journalIO, "cannot open journal \(path) for writing: \(String(cString: strerror(errno)))")
         }
         do {
-            try handle.truncate(atOffset: validLength)
+            try handle.truncate(atOffset: UInt64(validLength))
             try handle.seekToEnd()
             try handle.synchronize()
         } catch {
             throw LocationError(.journalIO, "cannot prepare journal \(path): \(Self.reason(error))")
         }
         let journal = LocationJournal(path: path, handle: handle, syncInterval: syncInterval, clock: clock)
-        journal.state.withLock { $0.recordCount = locations.count }
-        return (journal, Contents(locations: locations, problem: problem))
+        journal.state.withLock { $0.recordCount = summary.count }
+        return (journal, summary)
+    }
+
+    /// Reads the records of the open journal `fd` (whose header was checked) in one pass, handing each fix
+    /// to `each`. Damage before good records is copied to `PATH.damaged` and the journal rewritten without
+    /// it, both as the scan goes; a damaged or cut tail is left for the caller to cut off at the returned
+    /// length.
+    private static func readRecords(
+        from fd: Int32, size: Int, path: String, each: (Location) -> Void
+    ) throws(LocationError) -> (LoadSummary, validLength: Int) {
+        var scanner = JournalScanner(
+            size: size, describe: { "cannot read journal \(path): \(String(cString: strerror($0)))" },
+            read: { buffer, offset in pread(fd, buffer.baseAddress, buffer.count, off_t(offset)) })
+        let cleanPath = path + ".tmp"
+        let damagedPath = path + ".damaged"
+        // Opened at the first damage that good records follow.
+        var rewrite: (clean: Int32, damaged: Int32)?
+        var cleanLength = 0
+        var report = DamageReport()
+        var pending: JournalScanner.Damage?
+        var count = 0
+        defer {
+            if let rewrite {
+                Glibc.close(rewrite.clean)
+                Glibc.close(rewrite.damaged)
+            }
+        }
+        let validLength: Int
+        do {
+            validLength = try scanner.scan(
+                from: magic.count,
+                record: { location, bytes throws(LocationError) in
+                    if let damage = pending {
+                        pending = nil
+                        if rewrite == nil {
+                            let clean = try createForWriting(cleanPath)
+                            rewrite = (clean, -1)
+                            rewrite?.damaged = try createForWriting(damagedPath)
+                            try copy(from: fd, 0..<damage.range.lowerBound, to: clean, path: path, destination: cleanPath)
+                            cleanLength = damage.range.lowerBound
+                        }
+                        try copy(from: fd, damage.range, to: rewrite!.damaged, path: path, destination: damagedPath)
+                        report.inner(damage)
+                    }
+                    each(location)
+                    count += 1
+                    if let rewrite {
+                        try writeAll(UnsafeRawBufferPointer(bytes), to: rewrite.clean, path: cleanPath)
+                        cleanLength += bytes.count
+                    }
+                },
+                damage: { damage in
+                    report.first = report.first ?? damage
+                    pending = damage
+                })
+        } catch {
+            if rewrite != nil { unlink(cleanPath) }
+            throw error
+        }
+        let problem = report.problem(path: path, kept: count, droppedTail: pending?.range.count ?? 0)
+        guard let rewrite else { return (LoadSummary(count: count, problem: problem), validLength) }
+        guard fsync(rewrite.clean) == 0, fsync(rewrite.damaged) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(cleanPath)
+            throw LocationError(.journalIO, "cannot sync the rewritten journal \(cleanPath): \(reason)")
+        }
+        guard Glibc.rename(cleanPath, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(cleanPath)
+            throw LocationError(.journalIO, "cannot rewrite journal \(path): \(reason)")
+        }
+        syncDirectory(of: path)
+        return (LoadSummary(count: count, problem: problem), cleanLength)
+    }
+
+    /// Where a journal was damaged, summed up as the scan goes.
+    private struct DamageReport {
+        var first: JournalScanner.Damage?
+        var innerPlaces = 0
+        var innerBytes = 0
+
+        mutating func inner(_ damage: JournalScanner.Damage) {
+            innerPlaces += 1
+            innerBytes += damage.range.count
+        }
+
+        /// One message for all of it, or nil when the journal was whole.
+        func problem(path: String, kept: Int, droppedTail: Int, savedAside: Bool = true) -> LocationError? {
+            guard let first else { return nil }
+            guard innerPlaces > 0 else {
+                return LocationError(
+                    .journalCorrupt,
+                    "journal \(path): \(first.reason) at byte \(first.range.lowerBound); kept \(kept) fixes, dropped \(droppedTail) bytes")
+            }
+            return LocationError(
+                .journalCorrupt,
+                "journal \(path): \(first.reason) at byte \(first.range.lowerBound); skipped \(innerBytes) damaged bytes in \(innerPlaces) "
+                    + "place\(innerPlaces == 1 ? "" : "s") and kept \(kept) fixes, those after the damage included"
+                    + (droppedTail > 0 ? "; dropped a cut tail of \(droppedTail) bytes" : "")
+                    + (savedAside ? "; the damaged bytes are saved in \(path).damaged" : ""))
+        }
+    }
+
+    /// Creates (or empties) `path` for writing, 0600.
+    private static func createForWriting(_ path: String) throws(LocationError) -> Int32 {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        return fd
+    }
+
+    /// Copies `range` of the file `source` to `destination`, 64 KiB at a time.
+    private static func copy(
+        from source: Int32, _ range: Range<Int>, to destination: Int32, path: String, destination destinationPath: String
+    ) throws(LocationError) {
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 8)
+        defer { piece.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let count = pread(source, piece.baseAddress, min(piece.count, range.upperBound - offset), off_t(offset))
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else {
+                throw LocationError(
+                    .journalIO, "cannot read journal \(path): \(count < 0 ? String(cString: strerror(errno)) : "it is shorter than it was")")
+            }
+            try writeAll(UnsafeRawBufferPointer(rebasing: piece[0..<count]), to: destination, path: destinationPath)
+            offset += count
+        }
+    }
+
+    /// Writes all of `bytes` to `fd`.
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, path: String) throws(LocationError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(written < 0 ? errno : ENOSPC)))") }
+            offset += written
+        }
     }
 
     private init(path: String, handle: FileHandle, syncInterval: Duration, clock: any Clock<Duration>) {
@@ -345,21 +487,6 @@ public final class LocationJournal: Sendable {
         return nsError.localizedDescription
     }
 
-    /// Writes `bytes` to `path` (created 0600, replaced if present) and syncs it.
-    private static func writeWhole(_ bytes: [UInt8], to path: String) throws(LocationError) {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
-        defer { Glibc.close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
-            offset += written
-        }
-        guard fsync(fd) == 0 else { throw LocationError(.journalIO, "cannot sync \(path): \(String(cString: strerror(errno)))") }
-    }
-
     /// Makes a rename in the file's directory durable.
     private static func syncDirectory(of path: String) {
         let directory = (path as NSString).deletingLastPathComponent
@@ -437,55 +564,50 @@ public final class LocationJournal: Sendable {
         package var damaged: [Range<Int>]
     }
 
-    /// Reads every record. A damaged one (a flipped byte, a torn write) is skipped: the scan moves on byte
-    /// by byte to the next place where a whole record with a matching checksum starts, and keeps every good
-    /// record after it. A damaged or cut tail is left out and reported as before.
+    /// Reads every record of a journal's bytes, with the same scan as opening a journal file. A damaged
+    /// record (a flipped byte, a torn write) is skipped: the scan moves on to the next place where a whole
+    /// record with a matching checksum starts, and keeps every good record after it.
     package static func decode(_ data: Data, path: String) -> Decoded {
         data.withUnsafeBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self)
+            var scanner = JournalScanner(
+                size: raw.count, describe: { _ in "" },
+                read: { buffer, offset in
+                    let count = min(buffer.count, raw.count - offset)
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]))
+                    return count
+                })
             var locations: [Location] = []
-            var damaged: [(range: Range<Int>, reason: String)] = []
-            var offset = magic.count
-            var validLength = offset
-            while offset < bytes.count {
-                switch record(bytes, at: offset) {
-                case .success(let (location, next)):
-                    locations.append(location)
-                    offset = next
-                    validLength = next
-                case .failure(let failure):
-                    var probe = offset + 1
-                    while probe < bytes.count, (try? record(bytes, at: probe).get()) == nil { probe += 1 }
-                    damaged.append((offset..<probe, failure.reason))
-                    offset = probe
-                }
-            }
-            guard let first = damaged.first else { return Decoded(locations: locations, problem: nil, validLength: validLength, damaged: []) }
-            let inner = damaged.filter { $0.range.upperBound < bytes.count }
-            let droppedTail = bytes.count - validLength
-            if inner.isEmpty {
-                let message =
-                    "journal \(path): \(first.reason) at byte \(first.range.lowerBound); kept \(locations.count) fixes, dropped \(droppedTail) bytes"
-                return Decoded(locations: locations, problem: LocationError(.journalCorrupt, message), validLength: validLength, damaged: [])
-            }
-            let skipped = inner.reduce(0) { $0 + $1.range.count }
-            let message =
-                "journal \(path): \(first.reason) at byte \(first.range.lowerBound); skipped \(skipped) damaged bytes in \(inner.count) "
-                + "place\(inner.count == 1 ? "" : "s") and kept \(locations.count) fixes, those after the damage included"
-                + (droppedTail > 0 ? "; dropped a cut tail of \(droppedTail) bytes" : "")
-            return Decoded(
-                locations: locations, problem: LocationError(.journalCorrupt, message), validLength: validLength,
-                damaged: inner.map(\.range))
+            var damaged: [Range<Int>] = []
+            var report = DamageReport()
+            var pending: JournalScanner.Damage?
+            // Reading from memory cannot fail.
+            let validLength =
+                (try? scanner.scan(
+                    from: magic.count,
+                    record: { location, _ in
+                        if let damage = pending {
+                            damaged.append(damage.range)
+                            report.inner(damage)
+                            pending = nil
+                        }
+                        locations.append(location)
+                    },
+                    damage: { damage in
+                        report.first = report.first ?? damage
+                        pending = damage
+                    })) ?? magic.count
+            let problem = report.problem(path: path, kept: locations.count, droppedTail: pending?.range.count ?? 0, savedAside: false)
+            return Decoded(locations: locations, problem: problem, validLength: validLength, damaged: damaged)
         }
     }
 
     /// Why the bytes at an offset are not a record.
-    private struct RecordFailure: Error {
+    struct RecordFailure: Error {
         var reason: String
     }
 
     /// The record starting at `offset` and where the next one starts, or why there is none.
-    private static func record(
+    static func record(
         _ bytes: UnsafeBufferPointer<UInt8>, at offset: Int
     ) -> Result<(Location, Int), RecordFailure> {
         guard bytes.count - offset >= 4 else { return .failure(RecordFailure(reason: "truncated record header")) }

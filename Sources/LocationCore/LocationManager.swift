@@ -97,16 +97,19 @@ public final class LocationManager: Sendable {
             isHolding: appState == .suspended,
             batch: LocationBatch(capacity: configuration.batchCapacity))
         if let path = configuration.journalPath {
+            // Straight into the compact batch, so that memory is bounded by its capacity, not the file.
+            var batch = initial.batch
             let opened = try LocationJournal.open(
-                path: path, syncInterval: configuration.journalSyncInterval, clock: clock)
+                path: path, syncInterval: configuration.journalSyncInterval, clock: clock
+            ) { batch.append($0) }
+            initial.batch = batch
             journal = opened.journal
-            initial.batch.append(contentsOf: opened.contents.locations)
-            if let problem = opened.contents.problem {
+            if let problem = opened.summary.problem {
                 logger.warning("\(problem.message)")
                 initial.pendingErrors.append(problem)
             }
-            if !opened.contents.locations.isEmpty {
-                logger.info("loaded \(opened.contents.locations.count) held fixes from journal \(path)")
+            if opened.summary.count > 0 {
+                logger.info("loaded \(opened.summary.count) held fixes from journal \(path)")
             }
         } else {
             journal = nil
