@@ -278,11 +278,10 @@ public final class LocationManager: Sendable {
                 try await withCheckedThrowingContinuation { continuation in
                     let timeline = self.timeline
                     let deadline = timeline.now + timeout
-                    if Task.isCancelled {
-                        continuation.resume(throwing: LocationError(.cancelled, "the location request was cancelled"))
-                        return
-                    }
-                    state.withLock { state in
+                    let registered = state.withLock { state -> Bool in
+                        // Checked under the lock that `failRequest` takes: a cancellation either finds the
+                        // request registered, or is seen here, so no request outlives its caller.
+                        if Task.isCancelled { return false }
                         var request = Request(
                             selector: AcquisitionSelector(desiredAccuracy: desiredAccuracy),
                             continuation: continuation)
@@ -292,6 +291,11 @@ public final class LocationManager: Sendable {
                         }
                         state.requests[id] = request
                         applySourceMode(&state)
+                        return true
+                    }
+                    guard registered else {
+                        continuation.resume(throwing: LocationError(.cancelled, "the location request was cancelled"))
+                        return
                     }
                     delivery.drain()
                 }
@@ -304,6 +308,9 @@ public final class LocationManager: Sendable {
             throw LocationError(.sourceFailed, "\(error)")
         }
     }
+
+    /// How many ``requestLocation(timeout:desiredAccuracy:)`` calls are waiting for a fix.
+    package var pendingRequestCount: Int { state.withLock { $0.requests.count } }
 
     /// Returns once every delegate call and `updates` element caused so far has been delivered.
     ///
