@@ -28,6 +28,9 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidData = "invalid-data"
         /// A consumer did not keep up, so fixes waiting for it were dropped; the message says how many.
         case consumerOverrun = "consumer-overrun"
+        /// The receiver's clock jumped (a reset, a GPS week-number rollover) and the new timeline was
+        /// confirmed by the fixes after it, or a rollover was corrected; the message gives both times.
+        case clockJump = "clock-jump"
     }
 
     /// What went wrong, as a stable code.

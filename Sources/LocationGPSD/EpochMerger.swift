@@ -1,50 +1,92 @@
+import Foundation
 import LocationCore
 
 /// Turns gpsd's stream of reports into one ``Location`` per receiver epoch, plus fix-state events.
 ///
 /// - The TPVs of one epoch (same fix time) are merged: a later TPV's values overlay earlier ones. The
-///   epoch is delivered when a TPV with a later time arrives, when the receiver loses its fix, or when
-///   the caller calls ``flush()`` (after a quiet spell, or when the connection ends).
-/// - Only fixes with mode ≥ 2 and a time and a coordinate are delivered. A fix whose time is not later
-///   than the last delivered one is stale (gpsd repeating itself, or a clock going back) and is dropped.
+///   epoch is delivered as soon as it is complete: when it has as many TPVs as this receiver's recent
+///   epochs had (``EpochPattern``), when a TPV with a later time arrives, when the receiver loses its fix,
+///   or when the caller calls ``flush()`` at ``settleDeadline`` (no further TPV came in time) or when the
+///   connection ends.
+/// - Only fixes with mode ≥ 2 and a time and a coordinate are delivered. Every finished epoch passes the
+///   ``ReceiverTimeline``: a repeat of the last delivered epoch is dropped, a jump in the receiver's clock
+///   is held until confirmed (then delivered and reported once), a stray fix is dropped and reported, and
+///   a GPS week-number rollover is corrected.
 /// - `satellitesUsed` and the dilutions of precision (`hdop`, `vdop`, `pdop`) come from the latest SKY.
 /// - Fix loss (a TPV with mode < 2 after a fix) reports `.status(.noFix)` and a `.fixLost` error; the
 ///   first fix after that, or after ``reset()``, reports `.status(.hasFix)`.
 ///
 /// `horizontalAccuracy` is `eph`; when gpsd sends no `eph` but both `epx` and `epy`, it is their
 /// root sum of squares, the radius that covers both axis errors.
+///
+/// Arrival times (`at:`) are offsets on one monotonic clock; the merger never reads a clock itself, only
+/// `systemNow` for the rollover signature.
 struct EpochMerger: Sendable {
     private enum FixState { case unknown, noFix, hasFix }
 
+    /// The epoch being merged and how its TPVs arrived.
+    private struct Pending {
+        var fix: GPSDFix
+        var time: GPSDTime
+        var reports = 1
+        var lastArrival: Duration
+        var widestGap: Duration?
+    }
+
+    /// What the merger carries from one connection (or acquisition) of a source to the next.
+    struct Memory: Sendable {
+        var timeline: ReceiverTimeline
+        var pattern = EpochPattern()
+    }
+
     /// The source name put on each location when gpsd does not name the device.
     var fallbackSource: String?
-    /// The fix time of the last delivered location; older or equal fixes are stale.
-    private(set) var lastDelivered: GPSDTime?
-    private var pending: GPSDFix?
+    /// The default wait for more TPVs of an epoch while the receiver's pattern is unknown.
+    var settle: Duration
+    /// The timeline and the learned pattern, to be handed to the next connection's merger.
+    private(set) var memory: Memory
+    private let systemNow: @Sendable () -> Date
+    private var pending: Pending?
+    /// The last epoch delivered on this connection and when its latest TPV came, for late TPVs.
+    private var lastFinished: (time: GPSDTime, arrival: Duration)?
     private var fixState = FixState.unknown
     private var satellitesUsed: Int?
     private var dilution: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
 
-    init(fallbackSource: String? = nil, lastDelivered: GPSDTime? = nil) {
+    init(
+        fallbackSource: String? = nil, settle: Duration = .milliseconds(500), memory: Memory? = nil,
+        sourceName: String? = nil, systemNow: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.fallbackSource = fallbackSource
-        self.lastDelivered = lastDelivered
+        self.settle = settle
+        self.memory = memory ?? Memory(timeline: ReceiverTimeline(sourceName: sourceName ?? fallbackSource ?? "the receiver"))
+        self.systemNow = systemNow
     }
+
+    /// The fix time of the last delivered location.
+    var lastDelivered: GPSDTime? { memory.timeline.lastDelivered }
 
     /// Whether an epoch is held, waiting for more of its TPVs.
     var hasPending: Bool { pending != nil }
 
+    /// When the held epoch is to be delivered if no further TPV of it comes (an arrival offset).
+    var settleDeadline: Duration? {
+        pending.map { $0.lastArrival + memory.pattern.settle(fallback: settle) }
+    }
+
     /// Forgets the fix state and SKY data (after a reconnect) so the next report announces the state
-    /// again; keeps the last delivered time so nothing stale is delivered.
+    /// again; keeps the timeline so nothing stale is delivered.
     mutating func reset() -> [LocationSourceEvent] {
         let events = flush()
         fixState = .unknown
         satellitesUsed = nil
         dilution = (nil, nil, nil)
+        lastFinished = nil
         return events
     }
 
-    /// Takes one report; returns the events it completes, in order.
-    mutating func accept(_ report: GPSDReport) -> [LocationSourceEvent] {
+    /// Takes one report that arrived at `arrival`; returns the events it completes, in order.
+    mutating func accept(_ report: GPSDReport, at arrival: Duration = .zero) -> [LocationSourceEvent] {
         switch report {
         case .devices, .gpsdError, .other:
             return []
@@ -54,11 +96,11 @@ struct EpochMerger: Sendable {
             if hdop != nil || vdop != nil || pdop != nil { dilution = (hdop, vdop, pdop) }
             return []
         case .fix(let fix):
-            return accept(fix)
+            return accept(fix, at: arrival)
         }
     }
 
-    private mutating func accept(_ fix: GPSDFix) -> [LocationSourceEvent] {
+    private mutating func accept(_ fix: GPSDFix, at arrival: Duration) -> [LocationSourceEvent] {
         guard fix.hasFix else {
             var events = flush()
             switch fixState {
@@ -78,37 +120,58 @@ struct EpochMerger: Sendable {
             dilution = (nil, nil, nil)
             return events
         }
-        guard let time = fix.time, fix.latitude != nil, fix.longitude != nil else { return [] }
-        if let lastDelivered, time <= lastDelivered { return [] }
+        guard var time = fix.time, fix.latitude != nil, fix.longitude != nil else { return [] }
+        var fix = fix
         var events: [LocationSourceEvent] = []
+        if let corrected = ReceiverTimeline.rolloverCorrected(time, systemNow: systemNow()) {
+            if let message = memory.timeline.rolloverMessage(raw: time, corrected: corrected.time, eras: corrected.eras) {
+                events.append(.error(message))
+            }
+            time = corrected.time
+            fix.time = time
+        }
+        if let current = pending {
+            if time == current.time {
+                var merged = current
+                merged.fix.merge(fix)
+                merged.reports += 1
+                merged.widestGap = max(merged.widestGap ?? .zero, arrival - current.lastArrival)
+                merged.lastArrival = arrival
+                pending = merged
+                if let expected = memory.pattern.expectedReports, merged.reports >= expected { events += flush() }
+                return events
+            }
+            // A report a little earlier than the epoch being merged (a SiRF's second report 1 ms early)
+            // belongs to it and adds nothing newer.
+            if time < current.time, current.time.offset(from: time) <= ReceiverTimeline.backwardSlack { return events }
+            events += flush()
+        } else if memory.timeline.isRepeat(time) {
+            // The epoch just delivered had one more TPV than its pattern said: wait for it next time.
+            if let last = lastFinished, last.time == time, arrival - last.arrival < .seconds(1) {
+                memory.pattern.lateReport(for: time, gap: arrival - last.arrival)
+            }
+            return events
+        }
         if fixState != .hasFix {
             fixState = .hasFix
             events.append(.status(.hasFix))
         }
-        if var current = pending, let currentTime = current.time {
-            if time == currentTime {
-                current.merge(fix)
-                pending = current
-                return events
-            }
-            if time < currentTime { return events }
-            events += flush()
-        }
-        pending = fix
+        pending = Pending(fix: fix, time: time, lastArrival: arrival)
+        if memory.pattern.expectedReports == 1 { events += flush() }
         return events
     }
 
-    /// Delivers the held epoch, if any.
+    /// Delivers the held epoch, if any (through the timeline, which may hold or drop it).
     mutating func flush() -> [LocationSourceEvent] {
-        guard let fix = pending, let time = fix.time, let latitude = fix.latitude,
-            let longitude = fix.longitude
-        else {
-            pending = nil
-            return []
-        }
+        guard let current = pending else { return [] }
         pending = nil
-        lastDelivered = time
-        return [.location(location(from: fix, time: time, latitude: latitude, longitude: longitude))]
+        guard let latitude = current.fix.latitude, let longitude = current.fix.longitude else { return [] }
+        memory.pattern.finished(time: current.time, reports: current.reports, widestGap: current.widestGap)
+        lastFinished = (current.time, current.lastArrival)
+        let location = location(from: current.fix, time: current.time, latitude: latitude, longitude: longitude)
+        let verdict = memory.timeline.judge(.init(time: current.time, arrival: current.lastArrival, location: location))
+        if verdict.jumped { memory.pattern.reset() }
+        return verdict.errors.map { .error($0) } + verdict.deliver.map { .location($0) }
     }
 
     private func location(from fix: GPSDFix, time: GPSDTime, latitude: Double, longitude: Double) -> Location {

@@ -5,7 +5,7 @@ import Synchronization
 final class GPSDSourceState: Sendable {
     private struct Shared: Sendable {
         var inOutage = false
-        var lastDelivered: GPSDTime?
+        var merging: EpochMerger.Memory?
     }
 
     private let shared = Locked(Shared())
@@ -16,10 +16,10 @@ final class GPSDSourceState: Sendable {
     /// Lines refused as unusable (not JSON, too long, impossible values), over all connections.
     let linesSkipped = Atomic<Int>(0)
 
-    /// The fix time of the last location delivered by any connection of this source.
-    var lastDelivered: GPSDTime? {
-        get { shared.withLock { $0.lastDelivered } }
-        set { shared.withLock { $0.lastDelivered = newValue } }
+    /// The receiver's timeline and epoch pattern as the last connection of this source left them.
+    var merging: EpochMerger.Memory? {
+        get { shared.withLock { $0.merging } }
+        set { shared.withLock { $0.merging = newValue } }
     }
 
     /// Marks the start of an outage; returns `true` only for the first failure of an outage.

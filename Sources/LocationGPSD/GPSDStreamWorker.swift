@@ -87,6 +87,9 @@ final class GPSDStreamWorker: Sendable {
         _ = write(wakeWriter, &byte, 1)
     }
 
+    /// The origin of the arrival times given to the merger: one monotonic clock for every connection.
+    static let origin = ContinuousClock.now
+
     private var isStopping: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
 
     /// What one connection has shown so far, for its messages.
@@ -119,7 +122,9 @@ final class GPSDStreamWorker: Sendable {
 
     /// The thread's body; returns the error that ends a non-reconnecting worker.
     private func run(_ sink: @escaping @Sendable (LocationSourceEvent) -> Void) -> LocationError? {
-        var merger = EpochMerger(fallbackSource: configuration.devicePath, lastDelivered: state.lastDelivered)
+        var merger = EpochMerger(
+            fallbackSource: configuration.devicePath, settle: configuration.epochSettle, memory: state.merging,
+            sourceName: configuration.devicePath ?? "the receiver at gpsd \(configuration.endpoint)")
         var backoff = ReconnectBackoff(
             initial: configuration.reconnectDelay, maximum: configuration.maximumReconnectDelay)
         var limiter = ProblemLimiter()
@@ -133,7 +138,7 @@ final class GPSDStreamWorker: Sendable {
                     self.stop()
                 }
             }
-            self.state.lastDelivered = merger.lastDelivered
+            self.state.merging = merger.memory
         }
         sink(.status(.connecting))
         while !isStopping {
@@ -185,7 +190,7 @@ final class GPSDStreamWorker: Sendable {
             // Checked on every pass, not only when a wait times out: a peer that floods junk or one endless
             // line keeps the socket readable but sends no message.
             let now = clock.now
-            if merger.hasPending, now >= lastMessage + configuration.epochSettle {
+            if let settled = merger.settleDeadline, now - Self.origin >= settled {
                 emit(&merger, merger.flush())
             }
             if now >= lastMessage + configuration.watchdogTimeout {
@@ -193,7 +198,7 @@ final class GPSDStreamWorker: Sendable {
             }
             if mustPollSocket || !session.hasBufferedLine {
                 var deadline = lastMessage + configuration.watchdogTimeout
-                if merger.hasPending { deadline = min(deadline, lastMessage + configuration.epochSettle) }
+                if let settled = merger.settleDeadline { deadline = min(deadline, Self.origin + settled) }
                 switch wait(for: session.fileDescriptor, timeout: now.duration(to: deadline)) {
                 case .stopRequested:
                     return .stopped
@@ -231,7 +236,7 @@ final class GPSDStreamWorker: Sendable {
                     backoff.reset()
                     state.endOutage()
                 }
-                emit(&merger, merger.accept(report))
+                emit(&merger, merger.accept(report, at: lastMessage - Self.origin))
             case .skipped(let problem):
                 if problem.isNotGPSD, !connection.sawMessage {
                     // Something else listens there: as good as no gpsd at all.

@@ -41,7 +41,7 @@ struct EpochMergerTests {
         events += merger.flush()
         #expect(Self.locations(events).isEmpty)
         // A fresh merger that remembers the last delivered time (a new connection) drops them too.
-        var next = EpochMerger(lastDelivered: merger.lastDelivered)
+        var next = EpochMerger(memory: merger.memory)
         #expect(Self.locations(next.accept(Self.fix(Self.t1)) + next.flush()).isEmpty)
         #expect(Self.locations(next.accept(Self.fix(Self.t2)) + next.flush()).count == 1)
     }
