@@ -170,7 +170,7 @@ struct EpochMerger: Sendable {
         lastFinished = (current.time, current.lastArrival)
         let location = location(from: current.fix, time: current.time, latitude: latitude, longitude: longitude)
         let verdict = memory.timeline.judge(.init(time: current.time, arrival: current.lastArrival, location: location))
-        if verdict.jumped { memory.pattern.reset() }
+        if let jump = verdict.jump { memory.pattern.realign(allButNewest: jump.epochs, by: jump.seconds) }
         return verdict.errors.map { .error($0) } + verdict.deliver.map { .location($0) }
     }
 

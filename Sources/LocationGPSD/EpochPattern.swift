@@ -53,6 +53,15 @@ struct EpochPattern: Sendable {
         return min(fallback, max(Self.shortestSettle, widest * 3))
     }
 
+    /// Moves every epoch but the newest `kept` by `seconds` (the receiver's clock jumped by that much and
+    /// the newest are on the new timeline already), so that the pattern carries over the jump.
+    mutating func realign(allButNewest kept: Int, by seconds: Int64) {
+        for index in history.indices.dropLast(kept) {
+            let (moved, overflow) = history[index].time.seconds.addingReportingOverflow(seconds)
+            history[index].time.seconds = overflow ? (seconds > 0 ? .max : .min) : moved
+        }
+    }
+
     /// Records a finished epoch.
     mutating func finished(time: GPSDTime, reports: Int, widestGap: Duration?) {
         history.append(Epoch(time: time, reports: reports, widestGap: widestGap))

@@ -43,8 +43,9 @@ struct ReceiverTimeline: Sendable {
         var deliver: [Location] = []
         /// Reports for the consumer (`clock-jump`, or a dropped stray as `invalid-data`).
         var errors: [LocationError] = []
-        /// Whether the timeline changed, so that learned per-epoch patterns no longer apply.
-        var jumped = false
+        /// When a jump was confirmed: how far the new timeline lies from the old one (fix time moved beyond
+        /// the time that passed), and how many of the delivered epochs are on the new one.
+        var jump: (seconds: Int64, epochs: Int)?
     }
 
     /// The last delivered epoch's fix time and arrival.
@@ -121,9 +122,10 @@ struct ReceiverTimeline: Sendable {
         guard suspects.count >= Self.confirmations else { return verdict }
         // A new timeline: everything held belongs to it.
         let first = suspects[0]
-        verdict.errors.append(LocationError(.clockJump, jumpMessage(from: last, to: first)))
+        let seconds = Self.jumpSeconds(from: last, to: first)
+        verdict.errors.append(LocationError(.clockJump, jumpMessage(from: last, to: first, seconds: seconds)))
         verdict.deliver = suspects.map(\.location)
-        verdict.jumped = true
+        verdict.jump = (seconds, suspects.count)
         self.last = (suspects[suspects.count - 1].time, suspects[suspects.count - 1].arrival)
         suspects.removeAll()
         return verdict
@@ -145,11 +147,17 @@ struct ReceiverTimeline: Sendable {
         return LocationError(.invalidData, "\(sourceName) sent \(what)\(reference); dropped as a stray clock reading")
     }
 
-    private func jumpMessage(from old: (time: GPSDTime, arrival: Duration), to new: Epoch) -> String {
-        let seconds = new.time.seconds - old.time.seconds - Int64((new.arrival - old.arrival).seconds.rounded())
+    /// How far the fix time moved beyond the time that passed, saturating for absurd times.
+    private static func jumpSeconds(from old: (time: GPSDTime, arrival: Duration), to new: Epoch) -> Int64 {
+        (new.time.offset(from: old.time) - (new.arrival - old.arrival)).components.seconds
+    }
+
+    private func jumpMessage(from old: (time: GPSDTime, arrival: Duration), to new: Epoch, seconds: Int64) -> String {
         var size = Self.describe(seconds: seconds)
         let eras = (Double(seconds) / Double(Self.era)).rounded()
-        if eras != 0, abs(Double(seconds) - eras * Double(Self.era)) <= 2 {
+        // A rollover moves the week number only: the offset is a whole number of eras, give or take the
+        // time between the fixes compared.
+        if eras != 0, abs(Double(seconds) - eras * Double(Self.era)) <= 3_600 {
             size = "\(Int(abs(eras)) * 1_024) weeks: a GPS week-number rollover"
         }
         let direction = new.time > old.time ? "forward" : "back"

@@ -19,7 +19,7 @@ struct ResilienceTests {
     @Test(.timeLimit(.minutes(1)))
     func recoversWhenGPSDIsKilledAndRestarted() async throws {
         // nmea-rtk's fixes are from 2020, rst39's (after gpsd's week shift) from 2033: the second gpsd's
-        // fixes are newer, as a real receiver's would be.
+        // fixes are on another timeline, which the source confirms, delivers and reports.
         let first = try GPSFake(log: TestData.log("nmea-rtk.log")!)
         defer { first.stop() }
         try await first.waitUntilAccepting()
@@ -50,8 +50,10 @@ struct ResilienceTests {
 
         #expect(recovered, "fixes flow again from the restarted gpsd without any help")
         let errors = recorder.errors
-        #expect(errors.count == 1, "one error for the outage, got \(errors)")
-        #expect(errors.first?.code == .sourceFailed)
+        // One error for the outage, and one for the receiver's clock: the second gpsd's fixes are 13 years
+        // later than the first's while only seconds passed, a jump confirmed by the fixes that follow it.
+        #expect(errors.map(\.code) == [.sourceFailed, .clockJump], "\(errors)")
+        #expect(errors.last?.message.contains("clock jumped forward from 2020-03-18") == true, "\(errors)")
         let events = recorder.events
         let errorIndex = events.firstIndex { if case .error = $0 { true } else { false } } ?? 0
         #expect(events[errorIndex...].contains(.status(.unavailable)) || events[..<errorIndex].contains(.status(.unavailable)))
