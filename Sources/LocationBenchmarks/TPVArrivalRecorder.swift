@@ -6,11 +6,15 @@ import LocationCore
 #endif
 
 /// Reads gpsd JSON lines from a file descriptor on its own thread and records, for each fix time, when the
-/// first TPV carrying it arrived (monotonic nanoseconds). Used for a raw socket client of gpsd and for the
+/// first and the last TPV carrying it arrived (monotonic nanoseconds). Used for a raw socket client of gpsd and for the
 /// standard output of `gpspipe -w`.
 package final class TPVArrivalRecorder: Sendable {
     /// First arrival of each fix time, keyed by the fix time in milliseconds since 1970.
     package let arrivals = Locked<[Int64: UInt64]>([:])
+    /// Last arrival of each fix time (the TPV that completed the epoch), keyed as ``arrivals``.
+    package let lastArrivals = Locked<[Int64: UInt64]>([:])
+    /// How many TPV lines with a time were read.
+    package let reports = Locked(0)
     private let finished = DispatchSemaphore(value: 0)
     private let fd: Int32
 
@@ -49,6 +53,8 @@ package final class TPVArrivalRecorder: Sendable {
                 if let time = Self.tpvTime(line) {
                     let key = Self.key(time)
                     arrivals.withLock { if $0[key] == nil { $0[key] = now } }
+                    lastArrivals.withLock { $0[key] = now }
+                    reports.withLock { $0 += 1 }
                 }
                 pending.removeSubrange(...newline)
             }
