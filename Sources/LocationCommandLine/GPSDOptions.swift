@@ -22,9 +22,12 @@ public struct GPSDOptions: ParsableArguments {
     @Option(name: .customLong("gpsd-watchdog"), parsing: .unconditional, help: ArgumentHelp("Reconnect when gpsd sends nothing for this long (default 5; \(ValueRange.watchdog)).", valueName: "SEC"))
     public var watchdog: NumberArgument?
 
+    @Option(name: .customLong("gpsd-epoch-settle"), parsing: .unconditional, help: ArgumentHelp("Longest wait for more of an epoch's reports while the receiver's pattern is not known yet (default 0.5; \(ValueRange.epochSettle)).", valueName: "SEC"))
+    public var epochSettle: NumberArgument?
+
     /// Whether any gpsd flag was given.
     public var isSet: Bool {
-        gpsd != nil || device != nil || reconnectDelay != nil || maxReconnectDelay != nil || watchdog != nil
+        gpsd != nil || device != nil || reconnectDelay != nil || maxReconnectDelay != nil || watchdog != nil || epochSettle != nil
     }
 
     /// Puts the flags' values into `settings`; an unparsable address or a bad delay is a usage error.
@@ -37,6 +40,7 @@ public struct GPSDOptions: ParsableArguments {
             settings.gpsdMaxReconnectDelay = try maxReconnectDelay.value(in: .reconnectDelay, for: "--gpsd-max-reconnect-delay")
         }
         if let watchdog { settings.gpsdWatchdog = try watchdog.value(in: .watchdog, for: "--gpsd-watchdog") }
+        if let epochSettle { settings.gpsdEpochSettle = try epochSettle.value(in: .epochSettle, for: "--gpsd-epoch-settle") }
         do throws(LocationError) {
             if let gpsd {
                 let endpoint = try GPSDEndpoint(parsing: gpsd)

@@ -109,6 +109,8 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     public static let reconnectDelay = ValueRange(0.001...3600, unit: "s")
     /// Seconds without any message from gpsd before the connection is reopened.
     public static let watchdog = ValueRange(0.1...86_400, unit: "s")
+    /// Seconds an epoch is held for more of its reports while the receiver's pattern is unknown.
+    public static let epochSettle = ValueRange(0.001...10, unit: "s")
     /// Seconds between background acquisitions (up to a week).
     public static let backgroundInterval = ValueRange(0.1...604_800, unit: "s")
     /// Seconds one background acquisition may take.

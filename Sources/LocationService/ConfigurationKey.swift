@@ -98,6 +98,7 @@ extension ServiceConfiguration {
             if case .number(let v) = $1 { $0.gpsdMaxReconnectDelay = v }
         },
         ConfigurationKey("gpsd.watchdog", .number(.watchdog)) { if case .number(let v) = $1 { $0.gpsdWatchdog = v } },
+        ConfigurationKey("gpsd.epochSettle", .number(.epochSettle)) { if case .number(let v) = $1 { $0.gpsdEpochSettle = v } },
         ConfigurationKey("socket", .text) { if case .text(let v) = $1 { $0.socketPath = v } },
         ConfigurationKey("journal", .text) { if case .text(let v) = $1 { $0.journalPath = v } },
         ConfigurationKey("distanceFilter", .number(.distance)) { if case .number(let v) = $1 { $0.distanceFilter = v } },

@@ -25,6 +25,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// Seconds without any message from gpsd before the connection counts as stalled and is reopened.
     /// Key `gpsd.watchdog`, default 5.
     public var gpsdWatchdog = 5.0
+    /// Seconds an epoch is held for more of its reports while the receiver's pattern is not known yet (once
+    /// it is, an epoch is delivered on its last report). Key `gpsd.epochSettle`, default 0.5.
+    public var gpsdEpochSettle = 0.5
     /// The control socket. Key `socket`, default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     /// `/run/locationd/control.sock`.
     public var socketPath: String = ServiceConfiguration.defaultSocketPath()
@@ -156,6 +159,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
             throw bad("gpsd maximum reconnect delay \(gpsdMaxReconnectDelay) s is below the reconnect delay \(gpsdReconnectDelay) s")
         }
         try check(gpsdWatchdog, .watchdog, "gpsd watchdog")
+        try check(gpsdEpochSettle, .epochSettle, "gpsd epoch settle")
         try check(reducedInterval, .backgroundInterval, "reduced interval")
         try check(reducedAccuracy, .distance, "reduced accuracy")
         try check(reducedAcquisitionTimeout, .acquisitionTimeout, "reduced acquisition timeout")
@@ -178,7 +182,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
             host: gpsdHost, port: gpsdPort, devicePath: gpsdDevice,
             reconnectDelay: ValueRange.duration(clampingSeconds: gpsdReconnectDelay),
             maximumReconnectDelay: ValueRange.duration(clampingSeconds: gpsdMaxReconnectDelay),
-            watchdogTimeout: ValueRange.duration(clampingSeconds: gpsdWatchdog))
+            watchdogTimeout: ValueRange.duration(clampingSeconds: gpsdWatchdog),
+            epochSettle: ValueRange.duration(clampingSeconds: gpsdEpochSettle))
     }
 
     /// The manager configuration these values describe.
