@@ -4,7 +4,7 @@ import Testing
 @testable import LocationGPSD
 
 /// Reduced (duty-cycled) acquisition against a real gpsd: it must really read less.
-@Suite("gpsd duty cycling", .enabled(if: GPSFake.isAvailable))
+@Suite("gpsd duty cycling", .enabled(if: GPSFake.isAvailable, GPSFake.missing))
 struct DutyCycleTests {
     @Test(.timeLimit(.minutes(1)))
     func reducedReadsASmallFractionOfHigh() async throws {

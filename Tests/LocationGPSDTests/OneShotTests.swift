@@ -20,7 +20,7 @@ struct OneShotTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1)), .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+    @Test(.timeLimit(.minutes(1)), .enabled(if: GPSFake.isAvailable, GPSFake.missing), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
     func receiverWithoutFixIsNoFix() async throws {
         let fake = try GPSFake(log: TestData.log("skytraq.log")!)
         defer { fake.stop() }
@@ -35,7 +35,7 @@ struct OneShotTests {
         #expect(source.messagesRead > 0, "gpsd was reached")
     }
 
-    @Test(.timeLimit(.minutes(1)), .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+    @Test(.timeLimit(.minutes(1)), .enabled(if: GPSFake.isAvailable, GPSFake.missing), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
     func firstFixAndBestWithinTimeout() async throws {
         let fake = try GPSFake(log: TestData.log("haicom-305N.log")!)
         defer { fake.stop() }

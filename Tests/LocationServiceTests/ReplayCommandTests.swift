@@ -146,17 +146,17 @@ struct ReplayCommandTests {
         #expect(read.count > 0 && read.count < 3600)
     }
 
-    @Test("every real GPX file in the shared test data replays", arguments: [
+    @Test(
+        "every real GPX file in the shared test data replays",
+        .enabled(if: sharedGPXData != nil, "real GPX files not found: set GPX_TESTDATA or put ../shared/testdata/gpx beside the checkout"),
+        arguments: [
         "gpxpy__gpx1.1_with_all_fields.gpx", "gpxpy__track_with_speed.gpx", "gpsbabel__mtk_logger_m241_multiple_tracks.gpx",
         "gpxpy__route.gpx", "gpxpy__cerknicko-without-times.gpx", "gpsbabel__expertgps.gpx",
     ])
     func realFiles(name: String) throws {
-        guard let data = sharedTestData else {
-            print("SKIPPED: ../shared/testdata is not beside the checkout")
-            return
-        }
+        let data = try #require(sharedGPXData)
         let directory = TemporaryDirectory()
-        let result = try Tool.run("locationctl", ["replay", data + "/gpx/" + name, "--fast", "--format", "jsonl"], in: directory)
+        let result = try Tool.run("locationctl", ["replay", data + "/" + name, "--fast", "--format", "jsonl"], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let locations = try jsonObjects(result.lines).filter { $0["type"] as? String == "location" }
         #expect(!locations.isEmpty)
