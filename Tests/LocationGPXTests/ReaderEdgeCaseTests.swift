@@ -205,6 +205,7 @@ import Testing
     @Test func missingAndEmptyValuesStayNil() throws {
         let points = try parse(
             gpx11(#"<wpt lat="1" lon="2"><ele></ele><time> </time><sat/><fix></fix></wpt><wpt lat="3" lon="4"/>"#))
+        #expect(points.count == 2)
         for point in points {
             #expect(point.elevation == nil && point.time == nil && point.satellites == nil && point.fix == nil)
         }
