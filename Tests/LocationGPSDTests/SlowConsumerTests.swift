@@ -114,7 +114,7 @@ struct SlowConsumerTests {
 
     @Test("a relay capacity below 1 is refused")
     func capacityIsValidated() {
-        #expect(throws: LocationError.self) {
+        #expect(throws: LocationError(.invalidConfiguration, "maximumPendingReports must be at least 1, got 0")) {
             try GPSDLocationSource(configuration: GPSDConfiguration(maximumPendingReports: 0))
         }
     }

@@ -328,17 +328,19 @@ import Testing
     }
 
     @Test func notGPX() throws {
-        for text in [
-            #"<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark/></kml>"#,
-            "<html><body>hello</body></html>",
-            #"<gpx xmlns="urn:something-else"><wpt lat="1" lon="2"/></gpx>"#,
+        for (text, column, root) in [
+            (#"<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark/></kml>"#, 44, "<kml> in namespace http://www.opengis.net/kml/2.2"),
+            ("<html><body>hello</body></html>", 6, "<html>"),
+            (#"<gpx xmlns="urn:something-else"><wpt lat="1" lon="2"/></gpx>"#, 32, "<gpx> in namespace urn:something-else"),
         ] {
             let error = try #require(parseError(text))
             #expect(error.code == .notGPX, "\(error)")
+            #expect(error.description == "test.gpx:1:\(column): the root element is \(root), not a GPX <gpx>")
         }
         for text in ["hello, world", "{\"lat\": 1}", "\u{1}\u{2}\u{3}binary"] {
             let error = try #require(parseError(text))
-            #expect(error.code == .malformedXML || error.code == .empty, "\(error)")
+            #expect(error.code == .malformedXML, "\(error)")
+            #expect(error.description == "test.gpx:1:1: the file is not XML: no element where the document should start")
         }
     }
 
