@@ -9,7 +9,9 @@ import Testing
 struct OneShotTests {
     @Test(.timeLimit(.minutes(1)))
     func unreachableGPSDIsSourceUnavailable() async throws {
-        let port = try LoopbackTCP.freePort()
+        // Bound, not listening: refused, and nobody else can take the port meanwhile.
+        let (socket, port) = try LoopbackTCP.reservedPort()
+        defer { close(socket) }
         let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: "127.0.0.1", port: port))
         do {
             let location = try await source.currentLocation(timeout: .seconds(30))

@@ -126,7 +126,9 @@ struct GPSDCommandTests {
     @Test("nothing listening: current and watch exit 69 naming the address")
     func unreachable() throws {
         let directory = TemporaryDirectory()
-        let port = try LoopbackTCP.freePort()
+        // Bound, not listening: refused, and nobody else can take the port meanwhile.
+        let (socket, port) = try LoopbackTCP.reservedPort()
+        defer { close(socket) }
         let current = try Tool.run(
             "locationctl", ["current", "--gpsd", "127.0.0.1:\(port)", "--timeout", "5"], timeout: 60, in: directory)
         #expect(current.status == 69, "\(current.stderr)")
