@@ -156,6 +156,8 @@ let package = Package(
             dependencies: [
                 "LocationCore",
                 "LocationTesting",
+                // Built beside the test runner: LocationJournalTests kills it with a journal open.
+                "parser-fuzz",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
             ]

@@ -26,6 +26,19 @@ package enum LoopbackTCP {
         return port
     }
 
+    /// A socket bound to a free loopback port but not listening, which the caller closes: connecting to the
+    /// port is refused, and no other process can take it while the socket is open. `listen(2)` on it
+    /// later makes it a server on the same port.
+    package static func reservedPort() throws(TestSupportError) -> (fd: Int32, port: Int) {
+        let fd = try newSocket()
+        guard let port = bind(fd, port: 0) else {
+            let error = errno
+            close(fd)
+            throw .socketFailed(operation: "bind a free port on 127.0.0.1", errno: error)
+        }
+        return (fd, port)
+    }
+
     /// A socket listening on 127.0.0.1:`port` (0 picks a free port), with `SO_REUSEADDR` so a server can be
     /// started again on the port of one just stopped; returns the socket, which the caller closes, and
     /// the port it listens on.

@@ -233,13 +233,27 @@ struct ControlLoadTests {
         let requests = 20_000
 
         // Write everything before reading anything: the server must stop reading rather than buffer replies.
+        let written = Locked(false)
         let writer = Task {
             try await onThread {
                 let line = "{\"command\":\"status\"}\n"
                 socket.write(String(repeating: line, count: requests))
                 socket.shutdownWrite()
+                written.withLock { $0 = true }
             }
         }
+        // Held back: 20,000 requests (420 KB) and their replies (620 KB) are more than the socket buffers
+        // hold, so once the server stops reading the writer blocks, and what the server holds for this
+        // client stays within its 4 KiB output bound (maxOutputBuffer: "the most bytes of unsent output
+        // held for one connection") plus the replies to the requests it may have pending. A server that
+        // read and buffered everything would let the writer finish and hold hundreds of KB.
+        let reply = #"{"ok":true,"command":"status"}"#.utf8.count + 1
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!written.value, "the writer is blocked: the server stopped reading")
+        let held = server.bufferedOutputBytes
+        #expect(
+            held > 0 && held <= configuration.maxOutputBuffer + configuration.maxPendingRequests * reply,
+            "\(held) bytes of replies held for the client that does not read")
         let lines = try await onThread { socket.readToEnd() }
         try await writer.value
         #expect(lines.count == requests)
@@ -268,11 +282,21 @@ struct ControlLoadTests {
             } throws: { ($0 as? ControlError)?.code == .connectionClosed }
         }
         #expect(server.watcherCount == 3, "no watcher was dropped for the newcomer")
-        // Once one leaves, a new client is served.
+        // Once one leaves, a new client is served while the other two watchers stay; once it watches too,
+        // every connection is busy again and the next newcomer is refused again.
         watchers[0].close()
         #expect(await waitUntil { server.connectionCount == 2 })
-        #expect(try await onThread { try ControlClient.request(.status, path: path) }.text.hasPrefix("{\"ok\":true"))
-        withExtendedLifetime((watchers, streams)) {}
+        let newcomer = try await onThread { try ControlClient(path: path) }
+        #expect(try await onThread { try newcomer.request(.status) }.text.hasPrefix("{\"ok\":true"))
+        #expect(server.connectionCount == 3)
+        #expect(server.watcherCount == 2, "the two other watchers are still there")
+        streams.append(try await onThread { try newcomer.watch() })
+        #expect(await waitUntil { server.watcherCount == 3 })
+        try await onThread {
+            let another = try ControlClient(path: path)
+            #expect(try errorCode(String(decoding: try another.readLine(timeout: .seconds(5)), as: UTF8.self)) == "too-many-connections")
+        }
+        withExtendedLifetime((watchers, streams, newcomer)) {}
     }
 
     @Test("watchers that never read cost at most the total output bound together; one that reads gets every event")
@@ -324,17 +348,21 @@ struct ControlLoadTests {
         }
     }
 
+    /// The stall timeout is for connections with output waiting: a client with nothing pending stays
+    /// connected however long it is quiet. Here the timeout is 200 ms and the client is quiet for 1 s.
     @Test func aClientThatSendsNothingIsLeftAlone() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let server = try ControlServer(path: directory.socket(), handler: StubHandler().handler)
+        let configuration = ControlServerConfiguration(stallTimeout: .milliseconds(200))
+        let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: StubHandler().handler)
         defer { server.stop() }
         let path = server.path
-        let quiet = try RawSocket(path: path)
+        let quiet = try await onThread { try ControlClient(path: path) }
         #expect(await waitUntil { server.connectionCount == 1 })
         #expect(try await onThread { try ControlClient.request(.status, path: path) }.text.hasPrefix("{\"ok\":true"))
-        // The finished client's close reaches the server's loop a moment later; the quiet one stays.
-        #expect(await waitUntil { server.connectionCount == 1 })
-        _ = quiet
+        // Five stall timeouts of silence.
+        try await Task.sleep(for: .seconds(1))
+        #expect(server.connectionCount == 1, "the quiet client is still connected")
+        #expect(try await onThread { try quiet.request(.status) }.text.hasPrefix("{\"ok\":true"), "and is still served")
     }
 }

@@ -71,9 +71,15 @@ struct ApplicationTests {
         var first = app.events.makeAsyncIterator()
         var second = app.events.makeAsyncIterator()
         try app.transition(to: .active)
-        #expect(await first.next() == .didFinishLaunching)
-        #expect(await first.next() == .didBecomeActive)
-        #expect(await second.next() == .didFinishLaunching)
+        try app.transition(to: .inactive)
+        let expected: [ApplicationEvent] = [.didFinishLaunching, .didBecomeActive, .willResignActive]
+        var firstEvents: [ApplicationEvent] = [], secondEvents: [ApplicationEvent] = []
+        for _ in expected {
+            firstEvents.append(try #require(await first.next()))
+            secondEvents.append(try #require(await second.next()))
+        }
+        #expect(firstEvents == expected)
+        #expect(secondEvents == expected, "every consumer gets every event, in the same order")
     }
 
     @Test("without a task or location mode, background becomes suspended after the grace period")

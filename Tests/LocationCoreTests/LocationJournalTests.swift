@@ -31,7 +31,7 @@ final class TemporaryDirectory: Sendable {
 
 @Suite("Journal file")
 struct LocationJournalTests {
-    @Test("appended fixes are read back exactly after reopening")
+    @Test("appended fixes are read back exactly after the process that appended them is killed")
     func survivesReopen() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("held.journal")
@@ -39,12 +39,13 @@ struct LocationJournalTests {
         fixes[3].hdop = 0.7
         fixes[3].vdop = 1.2
         fixes[4].pdop = 3.5
-        do {
-            let (journal, contents) = try LocationJournal.open(path: path)
-            #expect(contents.locations.isEmpty)
-            for fix in fixes { try journal.append(fix) }
-            // No close and no sync: the process "dies" here.
-        }
+        // Another process appends them and is killed with SIGKILL while the journal is open: no close, no
+        // sync, no deinit.
+        let input = directory.file("fixes.json")
+        try JSONEncoder().encode(fixes).write(to: URL(fileURLWithPath: input))
+        let child = try JournalChild.appendAndKill(journal: path, locations: input)
+        #expect(child.output == "appended 500\n", "\(child.error)")
+        #expect(child.killed, "the child was killed by SIGKILL, not ended by itself")
         let (journal, contents) = try LocationJournal.open(path: path)
         #expect(contents.problem == nil)
         #expect(contents.locations == fixes)
@@ -221,5 +222,36 @@ struct LocationJournalSyncTests {
                 #expect(!journal.hasUnsyncedWrites)
             }
         }
+    }
+}
+
+/// `parser-fuzz --append-journal-and-wait`, built beside the test runner: appends locations to a journal
+/// and waits; killed with SIGKILL once it says it has appended them all.
+enum JournalChild {
+    static let executable: String = {
+        let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("parser-fuzz").path
+    }()
+
+    /// What the child printed, and whether SIGKILL ended it.
+    static func appendAndKill(journal: String, locations: String) throws -> (output: String, error: String, killed: Bool) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["--append-journal-and-wait", journal, locations]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Its one line comes once every append has returned; it then waits for the signal.
+        var output = Data()
+        let deadline = Date().addingTimeInterval(60)
+        while !output.contains(UInt8(ascii: "\n")), process.isRunning, Date() < deadline {
+            output.append(out.fileHandleForReading.availableData)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let error = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL
+        return (String(decoding: output, as: UTF8.self), error, killed)
     }
 }

@@ -63,9 +63,10 @@ struct LocationManagerTests {
             #expect(delivered.allSatisfy { $0.horizontalAccuracy == 4 })
             let seconds = delivered.map { Int($0.timestamp.timeIntervalSince(LocationFixtures.epoch)) }
             #expect(seconds == [3, 63, 123, 183, 243])
-            // The receiver was open about 4 s a minute: most fixes were never read.
-            #expect(h.source.heardCount < 30)
-            #expect(h.source.missedCount > 270)
+            // The receiver was open 4 s a minute (three 25 m fixes, then the 4 m one that ends the
+            // acquisition): 5 × 4 fixes read, the other 280 never.
+            #expect(h.source.heardCount == 20)
+            #expect(h.source.missedCount == 280)
             #expect(h.application.applicationState == .background)
         }
     }
@@ -138,9 +139,20 @@ struct LocationManagerTests {
             #expect(delivered.count == 3)
             for location in delivered {
                 #expect(location.horizontalAccuracy == 1000)
+                // The fix it was made from: the walk's fix of the same second.
+                let index = Int(location.timestamp.timeIntervalSince(LocationFixtures.epoch))
+                let original = LocationFixtures.walk(index)
+                // Latitude on a grid of 1000 m (1000 / 111,320 degrees), the nearest line to the fix.
                 let step = 1000 / 111_320.0
                 let cells = location.latitude / step
                 #expect(abs(cells - cells.rounded()) < 1e-6)
+                #expect(abs(location.latitude - original.latitude) <= step / 2)
+                // Longitude on a grid of 1000 m at that latitude, which is wider in degrees.
+                let longitudeStep = step / cos(location.latitude * .pi / 180)
+                let longitudeCells = location.longitude / longitudeStep
+                #expect(abs(longitudeCells - longitudeCells.rounded()) < 1e-6, "\(location.longitude)")
+                #expect(abs(location.longitude - original.longitude) <= longitudeStep / 2, "\(location.longitude)")
+                #expect(location.longitude != original.longitude)
             }
         }
     }

@@ -4,7 +4,7 @@ import Testing
 @testable import LocationGPSD
 
 /// Reduced (duty-cycled) acquisition against a real gpsd: it must really read less.
-@Suite("gpsd duty cycling", .enabled(if: GPSFake.isAvailable))
+@Suite("gpsd duty cycling", .enabled(if: GPSFake.isAvailable, GPSFake.missing))
 struct DutyCycleTests {
     @Test(.timeLimit(.minutes(1)))
     func reducedReadsASmallFractionOfHigh() async throws {
@@ -25,22 +25,21 @@ struct DutyCycleTests {
 
         let reduced = try GPSDLocationSource(configuration: configuration)
         let cycle = DutyCycle(interval: .seconds(4), desiredAccuracy: nil, acquisitionTimeout: .seconds(2))
-        let reducedRecorder = EventRecorder(mode: .dutyCycled(cycle))
+        // The messages the reduced source had read at each of its status changes, taken on the thread that
+        // reports them, and 300 ms into each rest (the acquisition's connection is closed by then). While
+        // resting it has no connection, so from there to the next `connecting` the count must not move.
+        let readAtStatus = Locked<[StatusCount]>([])
+        let reducedRecorder = EventRecorder(mode: .dutyCycled(cycle)) { event in
+            guard case .status(let status) = event else { return }
+            readAtStatus.withLock { $0.append(StatusCount(status: status, messagesRead: reduced.messagesRead)) }
+            if status == .resting {
+                DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
+                    readAtStatus.withLock { $0.append(StatusCount(status: nil, messagesRead: reduced.messagesRead)) }
+                }
+            }
+        }
         let highAtStart = high.messagesRead
         reducedRecorder.start(reduced)
-
-        // While resting the reduced source has no connection: its count must not move.
-        let rested = await reducedRecorder.wait(timeout: .seconds(10)) { $0.statuses.contains(.resting) }
-        #expect(rested, "the first acquisition ends and the source rests")
-        let atRest = reduced.messagesRead
-        let statusesAtRest = reducedRecorder.statuses.count
-        try await Task.sleep(for: .seconds(1))
-        let afterRest = reduced.messagesRead
-        try await Task.sleep(for: .milliseconds(100))
-        // Unless a slow machine already began the next acquisition, nothing was read.
-        if !reducedRecorder.statuses.dropFirst(statusesAtRest).contains(.connecting) {
-            #expect(afterRest == atRest, "nothing is read between acquisitions")
-        }
 
         let cycled = await reducedRecorder.wait(timeout: .seconds(30)) { $0.locations.count >= 3 }
         #expect(cycled, "one fix per interval")
@@ -55,7 +54,33 @@ struct DutyCycleTests {
         #expect(ratio < 0.25, "reduced read \(reducedCount) messages, high \(highCount)")
         print("duty cycling: reduced read \(reducedCount) messages for \(acquisitions) fixes, high \(highCount) (\(Int(ratio * 100)) %)")
         let times = reducedRecorder.locations.map(\.timestamp)
+        #expect(times.count >= 3)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "every acquisition delivers a new fix")
+
+        // Three acquisitions, so at least two rests that ended in a new acquisition. Each rest lasts at least
+        // the interval minus the acquisition timeout (2 s), so its 300 ms look comes before the next one.
+        let marks = readAtStatus.value
+        var rests: [(inRest: Int, atNextAcquisition: Int)] = []
+        for index in marks.indices where marks[index].status == .resting {
+            let after = marks[(index + 1)...]
+            guard let next = after.first(where: { $0.status == .connecting }) else { continue }
+            let look = after.first { $0.status == nil || $0.status == .connecting }
+            guard let look, look.status == nil else {
+                Issue.record("rest \(rests.count + 1) ended before it was looked at: \(marks)")
+                continue
+            }
+            rests.append((look.messagesRead, next.messagesRead))
+        }
+        #expect(rests.count >= 2, "\(marks)")
+        for (number, rest) in rests.enumerated() {
+            #expect(rest.atNextAcquisition == rest.inRest, "rest \(number + 1): nothing is read between acquisitions")
+        }
+    }
+
+    /// A status change (`nil`: 300 ms into a rest) and the messages read at that moment.
+    struct StatusCount: Sendable {
+        var status: LocationSourceStatus?
+        var messagesRead: Int
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -122,11 +122,15 @@ struct EpochMergerTests {
     }
 
     @Test func configurationIsValidated() {
-        #expect(throws: LocationError.self) { try GPSDLocationSource(configuration: GPSDConfiguration(port: 0)) }
-        #expect(throws: LocationError.self) {
+        #expect(throws: LocationError(.invalidConfiguration, "gpsd port 0 is outside 1...65535")) {
+            try GPSDLocationSource(configuration: GPSDConfiguration(port: 0))
+        }
+        #expect(throws: LocationError(.invalidConfiguration, "maximumReconnectDelay 1.0 seconds is below reconnectDelay 2.0 seconds")) {
             try GPSDLocationSource(configuration: GPSDConfiguration(reconnectDelay: .seconds(2), maximumReconnectDelay: .seconds(1)))
         }
-        #expect(throws: LocationError.self) { try GPSDLocationSource(configuration: GPSDConfiguration(devicePath: "")) }
+        #expect(throws: LocationError(.invalidConfiguration, "gpsd device path is empty (use nil for all devices)")) {
+            try GPSDLocationSource(configuration: GPSDConfiguration(devicePath: ""))
+        }
         let source = try? GPSDLocationSource()
         #expect(source?.name == "gpsd localhost:2947")
     }

@@ -38,6 +38,8 @@ final class FakeGPSDServer: Sendable {
     private let finished = Atomic<Bool>(false)
     /// How many clients connected.
     let connections = Atomic<Int>(0)
+    /// When each client connected.
+    let connectionTimes = Locked<[ContinuousClock.Instant]>([])
     /// How long the last flood took to send, in nanoseconds (0 until one has been sent).
     let floodNanoseconds = Atomic<Int>(0)
 
@@ -79,6 +81,7 @@ final class FakeGPSDServer: Sendable {
                 let client = accept(listener, nil, nil)
                 if client >= 0 {
                     connections.add(1, ordering: .relaxed)
+                    connectionTimes.withLock { $0.append(.now) }
                     // A send blocked on a client that stopped reading wakes up to notice stop().
                     var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
                     setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

@@ -24,6 +24,9 @@ final class GPSFake: Sendable {
         return installed
     }()
 
+    /// Why a test that needs gpsfake did not run.
+    static let missing: Comment = "gpsfake/gpsd not found: install the Debian packages gpsd, gpsd-clients and python3-gps"
+
     private let fake: GPSFakeProcess
 
     /// The port gpsd listens on.

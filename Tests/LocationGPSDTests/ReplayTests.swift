@@ -4,7 +4,7 @@ import Testing
 @testable import LocationGPSD
 
 /// Each real capture replayed through a real gpsd must come out as gpsd's own oracle says.
-@Suite("gpsd replay against the .chk oracle", .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+@Suite("gpsd replay against the .chk oracle", .enabled(if: GPSFake.isAvailable, GPSFake.missing), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
 struct ReplayTests {
     static let captures: [(name: String, cycle: Double)] = [
         ("rst39.log", 0.05), ("magellan-ec10.log", 0.05), ("skytraq.log", 0.05), ("haicom-305N.log", 0.05),
@@ -56,6 +56,10 @@ struct ReplayTests {
             // Every value the epoch's last TPV carries is mapped to its Location property. gpsd only
             // starts reading the device at our WATCH, so its first epochs lack what it derives from
             // earlier sentences (climb, error estimates, a GGA it never saw): compare from the third on.
+            // courseAccuracy (gpsd's "epd") is among the compared fields, but none of the captures in
+            // ../shared/testdata/gpsd carries an "epd" in its .chk oracle (their receivers report no
+            // course error), so against these captures it is never compared here; the mapping of "epd" to
+            // courseAccuracy is checked in EpochMergerTests.fieldsMapAndAbsentValuesAreNil.
             for (json, value) in TestData.comparedFields where index >= 2 {
                 guard let wanted = fix.fields[json] else { continue }
                 let got = value(location)

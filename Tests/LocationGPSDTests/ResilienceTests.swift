@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationTesting
 import Testing
 @testable import LocationGPSD
 
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// The source against a real gpsd that dies, comes back, or stalls.
-@Suite("gpsd outages", .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+@Suite("gpsd outages", .enabled(if: GPSFake.isAvailable, GPSFake.missing))
 struct ResilienceTests {
     static func configuration(port: Int, watchdog: Duration = .seconds(3)) -> GPSDConfiguration {
         GPSDConfiguration(
@@ -16,7 +17,7 @@ struct ResilienceTests {
             maximumReconnectDelay: .milliseconds(800), watchdogTimeout: watchdog, epochSettle: .milliseconds(300))
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(1)), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
     func recoversWhenGPSDIsKilledAndRestarted() async throws {
         // nmea-rtk's fixes are from 2020, rst39's (after gpsd's week shift) from 2033: the second gpsd's
         // fixes are on another timeline, which the source confirms, delivers and reports.
@@ -94,7 +95,10 @@ struct ResilienceTests {
         // The last report came at most 100 ms before the freeze; the recorder looks every 25 ms; the
         // rest is slack for a loaded machine.
         #expect(noticed >= configuration.watchdogTimeout - .milliseconds(250), "not before its timeout: \(noticed)")
-        #expect(noticed <= configuration.watchdogTimeout + .seconds(1), "within its timeout: \(noticed)")
+        // Upper bounds measure speed, which a sanitizer slows several times over: printed, not asserted there.
+        if Sanitizer.speedUnderLoadIsMeaningful {
+            #expect(noticed <= configuration.watchdogTimeout + .seconds(1), "within its timeout: \(noticed)")
+        }
         // While gpsd stays stopped, reconnections (accepted by the kernel, unanswered) time out again and
         // again, but the outage is one.
         try await Task.sleep(for: .seconds(2.5))
@@ -112,9 +116,11 @@ struct ResilienceTests {
         let resumed = await recorder.wait(timeout: .seconds(20)) { $0.locations.count > deliveredBefore }
         let resumedAfter = continued.duration(to: clock.now)
         #expect(resumed, "fixes flow again once gpsd continues")
-        #expect(
-            resumedAfter <= configuration.maximumReconnectDelay + .seconds(1),
-            "first fix \(resumedAfter) after SIGCONT")
+        if Sanitizer.speedUnderLoadIsMeaningful {
+            #expect(
+                resumedAfter <= configuration.maximumReconnectDelay + .seconds(1),
+                "first fix \(resumedAfter) after SIGCONT")
+        }
         // A few more, to see the stream is steady again and nothing more is reported.
         await recorder.wait(timeout: .seconds(10)) { $0.locations.count >= deliveredBefore + 5 }
         await recorder.stop()
@@ -126,7 +132,7 @@ struct ResilienceTests {
         print("gpsd frozen: watchdog reported it after \(noticed); first fix \(resumedAfter) after SIGCONT")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(1)), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
     func reportsFixLossAndRecoveryFromTheReceiver() async throws {
         // quectel goes fix -> no fix -> fix.
         let fake = try GPSFake(log: TestData.log("quectel.log")!)

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import Testing
 
 /// The shared real-data folder beside the package root, and gpsd's expected output for each capture.
 enum TestData {
@@ -9,11 +10,13 @@ enum TestData {
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let folder = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/testdata/gpsd")
         guard FileManager.default.fileExists(atPath: folder.appendingPathComponent("MANIFEST.tsv").path) else {
-            print("SKIPPING gpsd capture tests: test data not found at \(folder.path)")
             return nil
         }
         return folder
     }()
+
+    /// Why a test that replays a capture did not run.
+    static let missing: Comment = "the receiver captures are not at ../shared/testdata/gpsd beside the checkout"
 
     /// A capture's path.
     static func log(_ name: String) -> URL? {

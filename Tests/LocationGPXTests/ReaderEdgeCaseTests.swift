@@ -205,6 +205,7 @@ import Testing
     @Test func missingAndEmptyValuesStayNil() throws {
         let points = try parse(
             gpx11(#"<wpt lat="1" lon="2"><ele></ele><time> </time><sat/><fix></fix></wpt><wpt lat="3" lon="4"/>"#))
+        #expect(points.count == 2)
         for point in points {
             #expect(point.elevation == nil && point.time == nil && point.satellites == nil && point.fix == nil)
         }
@@ -237,11 +238,19 @@ import Testing
     }
 
     @Test func chunkBoundariesDoNotMatter() throws {
-        let path = TestData.isAvailable ? TestData.path("gpxpy__gpx1.1_with_all_fields.gpx") : nil
-        let text =
-            try path.map { try String(contentsOfFile: $0, encoding: .utf8) }
-            ?? gpx11(Self.onePoint + "<wpt lat=\"1\" lon=\"2\"><name>a &amp; b</name></wpt>")
+        let text = gpx11(Self.onePoint + "<wpt lat=\"1\" lon=\"2\"><name>a &amp; b</name></wpt>")
         let whole = try parse(text)
+        #expect(whole.count == 2)
+        for chunk in [1, 2, 3, 5, 7, 64, 1000] {
+            #expect(try parse(text, chunkSize: chunk) == whole, "chunk size \(chunk)")
+        }
+    }
+
+    @Test(.enabled(if: TestData.isAvailable, "real GPX files not found: set GPX_TESTDATA or check ../shared/testdata/gpx"))
+    func chunkBoundariesDoNotMatterInARealFile() throws {
+        let text = try String(contentsOfFile: TestData.path("gpxpy__gpx1.1_with_all_fields.gpx"), encoding: .utf8)
+        let whole = try parse(text)
+        #expect(whole.count == 8, "1 track point, 5 route points, 2 waypoints")
         for chunk in [1, 2, 3, 5, 7, 64, 1000] {
             #expect(try parse(text, chunkSize: chunk) == whole, "chunk size \(chunk)")
         }
@@ -319,17 +328,19 @@ import Testing
     }
 
     @Test func notGPX() throws {
-        for text in [
-            #"<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark/></kml>"#,
-            "<html><body>hello</body></html>",
-            #"<gpx xmlns="urn:something-else"><wpt lat="1" lon="2"/></gpx>"#,
+        for (text, column, root) in [
+            (#"<kml xmlns="http://www.opengis.net/kml/2.2"><Placemark/></kml>"#, 44, "<kml> in namespace http://www.opengis.net/kml/2.2"),
+            ("<html><body>hello</body></html>", 6, "<html>"),
+            (#"<gpx xmlns="urn:something-else"><wpt lat="1" lon="2"/></gpx>"#, 32, "<gpx> in namespace urn:something-else"),
         ] {
             let error = try #require(parseError(text))
             #expect(error.code == .notGPX, "\(error)")
+            #expect(error.description == "test.gpx:1:\(column): the root element is \(root), not a GPX <gpx>")
         }
         for text in ["hello, world", "{\"lat\": 1}", "\u{1}\u{2}\u{3}binary"] {
             let error = try #require(parseError(text))
-            #expect(error.code == .malformedXML || error.code == .empty, "\(error)")
+            #expect(error.code == .malformedXML, "\(error)")
+            #expect(error.description == "test.gpx:1:1: the file is not XML: no element where the document should start")
         }
     }
 

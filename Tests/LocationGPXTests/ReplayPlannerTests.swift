@@ -141,13 +141,21 @@ import Testing
     }
 
     @Test func optionsAreValidated() {
-        let bad: [GPXReplaySource.Options] = [
-            .init(pacing: .speedFactor(0)), .init(pacing: .speedFactor(-1)), .init(pacing: .speedFactor(.infinity)),
-            .init(pacing: .speedFactor(.nan)), .init(start: .index(-1)), .init(start: .offset(.seconds(-1))),
-            .init(loopGap: .zero), .init(maxGap: .seconds(-1)), .init(untimedSpeed: 0), .init(untimedSpeed: .nan),
+        // Each refused with the option and the value named, and the allowed range where there is one.
+        let bad: [(GPXReplaySource.Options, String)] = [
+            (.init(pacing: .speedFactor(0)), "replay speed factor: 0 is zero; use 0.001…1000000 ×"),
+            (.init(pacing: .speedFactor(-1)), "replay speed factor: -1 is negative; use 0.001…1000000 ×"),
+            (.init(pacing: .speedFactor(.infinity)), "replay speed factor: inf is infinite; use 0.001…1000000 ×"),
+            (.init(pacing: .speedFactor(.nan)), "replay speed factor: nan is not a number; use 0.001…1000000 ×"),
+            (.init(start: .index(-1)), "replay start index -1 must be ≥ 0"),
+            (.init(start: .offset(.seconds(-1))), "replay start offset -1.0 seconds must be ≥ 0"),
+            (.init(loopGap: .zero), "replay loop gap 0.0 seconds must be > 0"),
+            (.init(maxGap: .seconds(-1)), "replay maximum gap: -1 is negative; use 0…1000000000000 s"),
+            (.init(untimedSpeed: 0), "replay speed for untimed points: 0 is zero; use 0.001…1000000 m/s"),
+            (.init(untimedSpeed: .nan), "replay speed for untimed points: nan is not a number; use 0.001…1000000 m/s"),
         ]
-        for options in bad {
-            #expect(throws: LocationError.self) { try GPXReplaySource(path: "x.gpx", options: options) }
+        for (options, message) in bad {
+            #expect(throws: LocationError(.invalidConfiguration, message)) { try GPXReplaySource(path: "x.gpx", options: options) }
         }
         #expect(throws: Never.self) { try GPXReplaySource(path: "x.gpx", options: .init(pacing: .speedFactor(1e-3))) }
     }

@@ -38,6 +38,7 @@ import Testing
         let clock = VirtualClock(lateness: .milliseconds(70))
         let events = try await runReplay(source(), clock: clock)
         let expected = Self.times.map { Duration.s($0) }
+        try #require(events.deliveryTimes.count == expected.count, "every point is delivered")
         for (delivered, due) in zip(events.deliveryTimes, expected) {
             #expect(delivered >= due && delivered <= due + .milliseconds(70), "\(delivered) for \(due)")
         }
@@ -195,9 +196,9 @@ import Testing
 
     @Test func unreadableBrokenAndEmptyFiles() async throws {
         let missing = try GPXReplaySource(path: "/nonexistent/ride.gpx", now: { replayStart })
-        await #expect { try await runReplay(missing) } throws: { error in
-            (error as? LocationError)?.code == .sourceUnavailable
-        }
+        let unreadable = await #expect(throws: LocationError.self) { try await runReplay(missing) }
+        #expect(unreadable?.code == .sourceUnavailable)
+        #expect(unreadable?.message == "/nonexistent/ride.gpx: cannot open the input: No such file or directory")
 
         // Broken after two points: those two are delivered first, then the error names the line.
         let broken = gpx11(track([[trkpt(47, 8, t(0)), trkpt(47, 8, t(1)), trkpt(91, 8, t(2))]]))
@@ -205,14 +206,27 @@ import Testing
         let context = LocationSourceContext(clock: VirtualClock(), mode: .continuous) { event in
             recorded.withLock { $0.append(event) }
         }
-        await #expect { try await source(gpx: broken).run(context) } throws: { error in
-            guard let error = error as? LocationError else { return false }
-            return error.code == .invalidData && error.message.contains("replay.gpx:") && error.message.contains("latitude")
-        }
+        let brokenPath = try writeGPX(broken)
+        let brokenSource = try GPXReplaySource(path: brokenPath, now: { replayStart })
+        let invalid = await #expect(throws: LocationError.self) { try await brokenSource.run(context) }
+        #expect(invalid?.code == .invalidData)
+        #expect(invalid?.message == #"\#(brokenPath):3:179: latitude "91.0" is outside [-90, 90]"#)
         #expect(recorded.value.filter { if case .location = $0 { true } else { false } }.count == 2)
 
-        await #expect { try await runReplay(source(.init(selection: .routes))) } throws: { error in
-            (error as? LocationError)?.code == .invalidData
+        // A file with no route: nothing to play.
+        let tracksOnly = try writeGPX(Self.gpx)
+        let routes = try GPXReplaySource(path: tracksOnly, options: .init(selection: .routes), now: { replayStart })
+        let noRoutes = await #expect(throws: LocationError.self) { try await runReplay(routes) }
+        #expect(noRoutes?.code == .invalidData)
+        #expect(noRoutes?.message == "\(tracksOnly): no <rtept> to replay")
+
+        // An empty file, and one of white space only.
+        for (text, reason) in [("", "the file is empty"), (" \n\t\n", "the file holds only whitespace")] {
+            let path = try writeGPX(text)
+            let source = try GPXReplaySource(path: path, now: { replayStart })
+            let empty = await #expect(throws: LocationError.self) { try await runReplay(source) }
+            #expect(empty?.code == .invalidData)
+            #expect(empty?.message == "\(path): \(reason)")
         }
     }
 
@@ -220,6 +234,7 @@ import Testing
         let source = try source()
         #expect(source.name == "replay replay.gpx")
         let events = try await runReplay(source)
+        #expect(events.locations.count == Self.times.count)
         #expect(events.locations.allSatisfy { $0.isSimulated && $0.source == "replay.gpx" })
     }
 

@@ -140,11 +140,15 @@ import Testing
             #expect(error.code == .io)
         }
         #expect(throws: GPXError.self) { try writer.write(Self.bare) }
-        if FileManager.default.fileExists(atPath: "/dev/full") {
-            let full = try GPXWriter(path: "/dev/full")
-            try full.write(Self.bare)
-            #expect(throws: GPXError.self) { try full.finish() }
-        }
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "this system has no /dev/full"))
+    func aFullDeviceIsReported() throws {
+        let full = try GPXWriter(path: "/dev/full")
+        try full.write(Self.bare)
+        let error = #expect(throws: GPXError.self) { try full.finish() }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(error?.file == "/dev/full", "\(String(describing: error))")
     }
 
     // MARK: - Schema

@@ -10,9 +10,7 @@ import Testing
 /// covered without anyone adding it here.
 @Suite(
     "Boundary sweep: every option, key and variable", .serialized,
-    .enabled(
-        if: Sanitizer.active != "thread",
-        "not under ThreadSanitizer: each of its ~900 processes starts about a second slower there (15 minutes in all); it runs in the normal build and, one value each, under AddressSanitizer"))
+    .sanitizerExclusion("LocationServiceTests.BoundarySweepTests"))
 struct BoundarySweepTests {
     /// What every surface is fed.
     static let hostileValues = ["0", "-1", "nan", "inf", "-inf", "1e-300", "1e300", "9.3e18", "9" + String(repeating: "9", count: 40)]

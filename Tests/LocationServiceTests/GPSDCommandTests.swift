@@ -22,21 +22,18 @@ final class FakeGPSD: Sendable {
 
 @Suite("locationctl against a real gpsd", .serialized)
 struct GPSDCommandTests {
-    static func capture(_ name: String) -> String? {
-        guard let data = sharedTestData else {
-            print("SKIPPED: ../shared/testdata is not beside the checkout")
-            return nil
-        }
-        guard FakeGPSD.gpsfake != nil else {
-            print("SKIPPED: gpsfake is not installed (apt-get install gpsd python3-gps); gpsd CLI tests did not run")
-            return nil
-        }
-        return data + "/gpsd/" + name
+    /// Whether the receiver captures and gpsfake are there; the tests that replay a capture need both.
+    static let capturesCanBeReplayed = sharedTestData != nil && FakeGPSD.gpsfake != nil
+    static let capturesMissing: Comment =
+        "needs ../shared/testdata beside the checkout and gpsfake (apt-get install gpsd python3-gps)"
+
+    static func capture(_ name: String) throws -> String {
+        try #require(sharedTestData, "the shared test data") + "/gpsd/" + name
     }
 
-    @Test("watch --gpsd prints live fixes from gpsd and stops at --count")
+    @Test("watch --gpsd prints live fixes from gpsd and stops at --count", .enabled(if: capturesCanBeReplayed, capturesMissing))
     func watch() throws {
-        guard let capture = Self.capture("ublox-neo-m9n-nmea.log") else { return }
+        let capture = try Self.capture("ublox-neo-m9n-nmea.log")
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
@@ -48,9 +45,9 @@ struct GPSDCommandTests {
         #expect(locations.allSatisfy { $0["isSimulated"] as? Bool == false && $0["latitude"] is Double })
     }
 
-    @Test("current --gpsd prints one position from gpsd")
+    @Test("current --gpsd prints one of the capture's fixes, as gpsd reports it", .enabled(if: capturesCanBeReplayed, capturesMissing))
     func current() throws {
-        guard let capture = Self.capture("ublox-neo-m9n-nmea.log") else { return }
+        let capture = try Self.capture("ublox-neo-m9n-nmea.log")
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
@@ -58,12 +55,34 @@ struct GPSDCommandTests {
             timeout: 60, in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let location = try JSONDecoder().decode(Location.self, from: Data(result.stdout.utf8))
-        #expect(location.fixMode != nil)
+        // gpsd's own output for the capture (the .chk file): the last TPV of the fix's epoch.
+        let oracle = try Self.oracleFixes(capture + ".chk")
+        let expected = try #require(oracle[location.timestamp], "a fix time of the capture: \(result.stdout)")
+        #expect(location.latitude == expected.latitude)
+        #expect(location.longitude == expected.longitude)
+        #expect(location.fixMode == (expected.mode == 3 ? .threeDimensional : .twoDimensional), "\(result.stdout)")
+        #expect(location.isSimulated == false)
     }
 
-    @Test("a receiver that never fixes: current exits 75 (no fix in time)")
+    /// The last TPV with a fix (mode 2 or 3) of each epoch in gpsd's oracle output, by fix time.
+    static func oracleFixes(_ path: String) throws -> [Date: (latitude: Double, longitude: Double, mode: Int)] {
+        var fixes: [Date: (latitude: Double, longitude: Double, mode: Int)] = [:]
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isNewline)
+        where line.hasPrefix(#"{"class":"TPV""#) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let mode = object["mode"] as? Int, mode >= 2,
+                let time = (object["time"] as? String).flatMap(RFC3339.parse)?.date,
+                let latitude = object["lat"] as? Double, let longitude = object["lon"] as? Double
+            else { continue }
+            fixes[time] = (latitude, longitude, mode)
+        }
+        try #require(!fixes.isEmpty, "\(path) holds fixes")
+        return fixes
+    }
+
+    @Test("a receiver that never fixes: current exits 75 (no fix in time)", .enabled(if: capturesCanBeReplayed, capturesMissing))
     func noFix() throws {
-        guard let capture = Self.capture("skytraq.log") else { return }
+        let capture = try Self.capture("skytraq.log")
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
@@ -72,8 +91,8 @@ struct GPSDCommandTests {
         #expect(result.stderr.contains("no fix"))
     }
 
-    @Test("something else on the port, or a device gpsd does not have: exit 69 with one line saying so")
-    func notGPSDAndNoSuchDevice() throws {
+    @Test("something else on the port: exit 69 with one line saying so")
+    func notGPSD() throws {
         // The receiver's own NMEA port: a likely mistake for gpsd's.
         let feed = try NMEAFeedServer()
         defer { feed.stop() }
@@ -86,10 +105,15 @@ struct GPSDCommandTests {
             #expect(result.stderr.hasPrefix(notGPSD), "\(command): \(result.stderr)")
             #expect(result.stderr.filter { $0 == "\n" }.count == 1, "\(command): one line")
         }
-        guard GPSDProcess.executable != nil else {
-            print("SKIPPED: gpsd is not installed; the --device check did not run")
-            return
-        }
+    }
+
+    @Test(
+        "a device gpsd does not have: exit 69 with gpsd's reason",
+        .enabled(if: GPSDProcess.executable != nil, "gpsd is not installed (apt-get install gpsd)"))
+    func noSuchDevice() throws {
+        let feed = try NMEAFeedServer()
+        defer { feed.stop() }
+        let directory = TemporaryDirectory()
         let gpsd = try GPSDProcess(feedPort: feed.port)
         defer { gpsd.stop() }
         try gpsd.start()
@@ -102,7 +126,9 @@ struct GPSDCommandTests {
     @Test("nothing listening: current and watch exit 69 naming the address")
     func unreachable() throws {
         let directory = TemporaryDirectory()
-        let port = try LoopbackTCP.freePort()
+        // Bound, not listening: refused, and nobody else can take the port meanwhile.
+        let (socket, port) = try LoopbackTCP.reservedPort()
+        defer { close(socket) }
         let current = try Tool.run(
             "locationctl", ["current", "--gpsd", "127.0.0.1:\(port)", "--timeout", "5"], timeout: 60, in: directory)
         #expect(current.status == 69, "\(current.stderr)")

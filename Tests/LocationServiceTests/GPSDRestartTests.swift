@@ -15,7 +15,9 @@ import Testing
 /// CI runs 20 rounds per test (about 30 s each). For a longer run set `LOCATION_STRESS_ROUNDS`:
 ///
 ///     LOCATION_STRESS_ROUNDS=200 swift test --no-parallel --filter GPSDRestartTests
-@Suite("gpsd restarted again and again under a watch and a daemon", .serialized)
+@Suite(
+    "gpsd restarted again and again under a watch and a daemon", .serialized,
+    .enabled(if: GPSDProcess.executable != nil, "gpsd is not installed (apt-get install gpsd)"))
 struct GPSDRestartTests {
     /// Rounds per test: 20, or `LOCATION_STRESS_ROUNDS`.
     static let rounds = ProcessInfo.processInfo.environment["LOCATION_STRESS_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 20
@@ -25,17 +27,8 @@ struct GPSDRestartTests {
     static let cap = 1.0
     static let backoffFlags = ["--gpsd-reconnect-delay", "0.1", "--gpsd-max-reconnect-delay", String(cap)]
 
-    static var available: Bool {
-        if GPSDProcess.executable == nil {
-            print("SKIPPED: gpsd is not installed (apt-get install gpsd); the gpsd restart tests did not run")
-            return false
-        }
-        return true
-    }
-
     @Test("locationctl watch --gpsd rides through gpsd restarts", .timeLimit(.minutes(minutesAllowed)))
     func watchThroughRestarts() throws {
-        guard Self.available else { return }
         try Self.withRestartableGPSD { gpsd, directory in
             try Self.withTool(
                 "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "jsonl"] + Self.backoffFlags,
@@ -55,7 +48,6 @@ struct GPSDRestartTests {
 
     @Test("locationd rides through gpsd restarts; its watchers see each outage once", .timeLimit(.minutes(minutesAllowed)))
     func daemonThroughRestarts() throws {
-        guard Self.available else { return }
         try Self.withRestartableGPSD { gpsd, directory in
             let socket = directory.file("run/control.sock")
             try Self.withTool(
@@ -145,8 +137,12 @@ struct GPSDRestartTests {
             let recovered = log.wait(timeout: 20) { ($0.lastTimestamp ?? .distantPast) > lastFix }
             let recovery = accepting.duration(to: .now) / .seconds(1)
             try #require(recovered, "round \(round): fixes flow again after gpsd restarted")
-            #expect(
-                recovery <= cap + 1, "round \(round): first fix \(recovery) s after gpsd accepted connections again")
+            // A sanitizer slows every process several times over: the figure is printed (summarise), not
+            // asserted there.
+            if Sanitizer.speedUnderLoadIsMeaningful {
+                #expect(
+                    recovery <= cap + 1, "round \(round): first fix \(recovery) s after gpsd accepted connections again")
+            }
             try #require(alive(), "round \(round): still running")
             recoveries.append(recovery)
         }
@@ -178,6 +174,6 @@ struct GPSDRestartTests {
         let sorted = recoveries.sorted()
         guard !sorted.isEmpty else { return }
         let median = String(format: "%.2f", sorted[sorted.count / 2]), longest = String(format: "%.2f", sorted.last!)
-        print("\(name): \(sorted.count) gpsd restarts; first fix after gpsd accepted again: median \(median) s, max \(longest) s (limit \(cap + 1) s)")
+        print("\(name): \(sorted.count) gpsd restarts; first fix after gpsd accepted again: median \(median) s, max \(longest) s (limit \(cap + 1) s\(Sanitizer.speedUnderLoadIsMeaningful ? "" : ", not asserted under \(Sanitizer.active ?? "")"))")
     }
 }

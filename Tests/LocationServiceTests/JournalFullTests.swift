@@ -12,9 +12,7 @@ import Testing
 /// when writing works again.
 @Suite(
     "A journal that cannot be written", .serialized,
-    .enabled(
-        if: Sanitizer.active != "thread",
-        "not under ThreadSanitizer: its runtime dies with SIGBUS in a process under a file size limit (RLIMIT_FSIZE), which this test needs; it runs in the normal build and under AddressSanitizer"))
+    .sanitizerExclusion("LocationServiceTests.JournalFullTests"))
 struct JournalFullTests {
     static func status(_ socket: String, in directory: TemporaryDirectory) throws -> DaemonStatus? {
         let result = try Tool.run("locationctl", ["status", "--socket", socket, "--format", "json"], in: directory)

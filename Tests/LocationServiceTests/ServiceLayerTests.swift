@@ -60,7 +60,7 @@ struct ServiceLayerTests {
         }
         settings = loaded
         settings.gpsdWatchdog = 0
-        #expect(throws: LocationError.self) { try settings.validate() }
+        #expect(throws: LocationError(.invalidConfiguration, "gpsd watchdog: 0 is zero; use 0.1…86400 s")) { try settings.validate() }
     }
 
     @Test("bad configuration gets one clear error naming the file and key")
@@ -78,7 +78,9 @@ struct ServiceLayerTests {
         }
         var settings = ServiceConfiguration()
         settings.gpsdPort = 70_000
-        #expect(throws: LocationError.self) { try settings.validate() }
+        #expect(throws: LocationError(.invalidConfiguration, "gpsd port: 70000 is above the largest allowed value; use 1…65535")) {
+            try settings.validate()
+        }
     }
 
     @Test(
@@ -93,9 +95,18 @@ struct ServiceLayerTests {
         #expect(endpoint.port == port)
     }
 
-    @Test("bad gpsd addresses are refused", arguments: ["", ":2947", "host:0", "host:99999", "host:abc", "[::1", "a b"])
-    func badEndpoints(text: String) {
-        #expect(throws: LocationError.self) { try GPSDEndpoint(parsing: text) }
+    @Test(
+        "bad gpsd addresses are refused, saying what is wrong",
+        arguments: [
+            ("", "the host is empty"), (":2947", "the host is empty"), ("host:0", "port '0' is not a number in 1...65535"),
+            ("host:99999", "port '99999' is not a number in 1...65535"), ("host:abc", "port 'abc' is not a number in 1...65535"),
+            ("[::1", "unclosed '['"), ("a b", "the host contains spaces"),
+        ])
+    func badEndpoints(text: String, problem: String) {
+        #expect(
+            throws: LocationError(
+                .invalidConfiguration, "gpsd address '\(text)': \(problem); use HOST[:PORT], such as localhost:2947")
+        ) { try GPSDEndpoint(parsing: text) }
     }
 
     @Test("lifecycle scripts parse times with units and refuse bad entries")
@@ -104,8 +115,17 @@ struct ServiceLayerTests {
         #expect(ok.map(\.time) == [.seconds(90), .seconds(120), .seconds(1800)])
         #expect(ok.map(\.state) == [.background, .suspended, .active])
         #expect(try LifecycleScript(parsing: "").entries.isEmpty)
-        for bad in ["120s", "x:background", "10s:asleep", "20s:active,10s:background", "-5s:active", "10s:notRunning"] {
-            #expect(throws: LocationError.self, "\(bad)") { try LifecycleScript(parsing: bad) }
+        for (bad, message) in [
+            ("120s", "entry 1 '120s': expected TIME:STATE, such as 120s:background"),
+            ("x:background", "entry 1 time: 'x' is not a time; use a number with s, m, h or ms, such as 90s or 2m"),
+            ("10s:asleep", "entry 1 '10s:asleep': 'asleep' is not a state; use active, inactive, background or suspended"),
+            ("20s:active,10s:background", "entry 2 '10s:background': its time comes before the previous entry's; list entries in time order"),
+            ("-5s:active", "entry 1 time: -5s is negative; use 0…1000000000000 s"),
+            ("10s:notRunning", "entry 1 '10s:notRunning': 'notRunning' is not a state; use active, inactive, background or suspended"),
+        ] {
+            #expect(throws: LocationError(.invalidConfiguration, "lifecycle script " + message), "\(bad)") {
+                try LifecycleScript(parsing: bad)
+            }
         }
     }
 
@@ -125,6 +145,8 @@ struct ServiceLayerTests {
             == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}"# + "\n")
         #expect(String(decoding: JSONLineEncoder.line(.batch(count: 3, reason: "foreground")), as: UTF8.self)
             == #"{"type":"batch","count":3,"reason":"foreground"}"# + "\n")
-        #expect(throws: LocationError.self) { try ServiceEventDecoder.event(Array(#"{"type":"weather"}"#.utf8)) }
+        #expect(throws: LocationError(.invalidData, #"unknown event type 'weather': {"type":"weather"}"#)) {
+            try ServiceEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
+        }
     }
 }

@@ -127,3 +127,19 @@ let sharedTestData: String? = {
     let path = root.deletingLastPathComponent().appendingPathComponent("shared/testdata").path
     return FileManager.default.fileExists(atPath: path) ? path : nil
 }()
+
+/// The real GPX files: `$GPX_TESTDATA` when set (as for LocationGPXTests and scripts/fuzz), else the `gpx`
+/// folder of the shared test data; `nil` when that folder does not exist.
+let sharedGPXData: String? = {
+    let path = ProcessInfo.processInfo.environment["GPX_TESTDATA"] ?? sharedTestData.map { $0 + "/gpx" }
+    return path.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+}()
+
+extension Trait where Self == ConditionTrait {
+    /// Not run under a sanitizer that lists `test` (`MODULE.SUITE` or `MODULE.SUITE/TEST()`) in
+    /// scripts/sanitizers/not-run, the one list of such tests, whose reason the skip reports.
+    static func sanitizerExclusion(_ test: String) -> Self {
+        let reason = Sanitizer.exclusion(of: test)
+        return .enabled(if: reason == nil, Comment(rawValue: reason ?? ""))
+    }
+}
