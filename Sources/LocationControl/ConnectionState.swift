@@ -17,8 +17,11 @@ enum ConnectionInput: Sendable {
 struct ConnectionState: Sendable {
     /// The connected socket; closed only by the event loop thread.
     let fd: Int32
-    /// Bytes of a request line received so far, without a `\n`.
+    /// Bytes received and not yet handed to the task: whole lines held back while ``pendingRequests`` is at
+    /// its limit, then the start of the next line.
     var input: [UInt8] = []
+    /// The client shut its sending side; input ends once the lines held in ``input`` are handed over.
+    var peerFinishedSending = false
     /// Replies and events not yet written.
     var output = OutputBuffer()
     /// Feeds request lines, in order, to the connection's task.
@@ -55,8 +58,8 @@ struct ConnectionState: Sendable {
 
     /// Whether the loop should poll for input: open, not too far ahead of its replies, output not over its limit.
     func wantsInput(_ configuration: ControlServerConfiguration) -> Bool {
-        !inputClosed && !closeNow && pendingRequests < configuration.maxPendingRequests
-            && output.count < configuration.maxOutputBuffer
+        !inputClosed && !closeNow && !peerFinishedSending && pendingRequests < configuration.maxPendingRequests
+            && output.count < configuration.maxOutputBuffer && !input.contains(UInt8(ascii: "\n"))
     }
 
     /// Queues an event line for a watcher within the buffer limit; returns whether it was queued.

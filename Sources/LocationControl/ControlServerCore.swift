@@ -282,6 +282,8 @@ final class ControlServerCore: Sendable {
         }
         if events & Int16(POLLOUT) != 0 {
             state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+            // Output that drained makes room for the requests held back.
+            state.connections[id]?.handOverLines(configuration)
         }
     }
 
@@ -291,13 +293,13 @@ final class ControlServerCore: Sendable {
             guard let connection = state.connections[id], connection.wantsInput(configuration) else { return }
             let count = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
-                state.connections[id]?.takeInput(scratch[0..<count], limit: configuration.maxRequestLength)
+                state.connections[id]?.takeInput(scratch[0..<count], configuration)
                 continue
             }
             if count == 0 {
                 // The client shut its sending side: answer what it asked, then (unless watching) close.
-                state.connections[id]?.inputClosed = true
-                state.connections[id]?.requests.finish()
+                state.connections[id]?.peerFinishedSending = true
+                state.connections[id]?.handOverLines(configuration)
                 return
             }
             switch errno {
@@ -459,6 +461,8 @@ final class ControlServerCore: Sendable {
             }
             if thenClose { state.connections[id]?.closeWhenFlushed = true }
             state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+            // A request answered and output written make room for the requests held back.
+            state.connections[id]?.handOverLines(configuration)
             // The loop may need to poll for output, resume reading, or close: let it look again.
             wake(state)
         }
@@ -525,19 +529,30 @@ final class ControlServerCore: Sendable {
 }
 
 extension ConnectionState {
-    /// Splits received bytes into request lines for the task; an over-long line ends input.
-    mutating func takeInput(_ bytes: ArraySlice<UInt8>, limit: Int) {
-        var start = bytes.startIndex
-        while !inputClosed, let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
-            let piece = bytes[start..<newline]
+    /// Takes received bytes and hands the complete request lines among them to the task.
+    mutating func takeInput(_ bytes: ArraySlice<UInt8>, _ configuration: ControlServerConfiguration) {
+        guard !inputClosed else { return }
+        input.append(contentsOf: bytes)
+        handOverLines(configuration)
+    }
+
+    /// Hands held request lines to the task while fewer than `maxPendingRequests` are unanswered and the
+    /// output is under `maxOutputBuffer`, so that a
+    /// client that pipelines without reading is held back by its socket, not answered into memory. An
+    /// over-long line ends input; when the client has finished sending and every line is handed over,
+    /// input ends.
+    mutating func handOverLines(_ configuration: ControlServerConfiguration) {
+        let limit = configuration.maxRequestLength
+        var start = 0
+        while !inputClosed, pendingRequests < configuration.maxPendingRequests,
+            output.count < configuration.maxOutputBuffer, let newline = input[start...].firstIndex(of: UInt8(ascii: "\n"))
+        {
+            let line = Array(input[start..<newline])
             start = newline + 1
-            guard input.count + piece.count <= limit else {
+            guard line.count <= limit else {
                 rejectOversized()
                 return
             }
-            var line = input
-            line.append(contentsOf: piece)
-            input.removeAll()
             // Blank lines (a stray Enter in an interactive client) are not requests.
             if line.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) {
                 pendingRequests += 1
@@ -545,8 +560,14 @@ extension ConnectionState {
             }
         }
         guard !inputClosed else { return }
-        input.append(contentsOf: bytes[start...])
-        if input.count > limit { rejectOversized() }
+        input.removeFirst(start)
+        let holdsLine = input.contains(UInt8(ascii: "\n"))
+        if !holdsLine, input.count > limit {
+            rejectOversized()
+        } else if !holdsLine, peerFinishedSending {
+            inputClosed = true
+            requests.finish()
+        }
     }
 
     private mutating func rejectOversized() {

@@ -37,6 +37,7 @@ struct AbandonedRequestTests {
         for fd in leaving { close(fd) }
         #expect(await Self.poll { manager.pendingRequestCount == 20 }, "\(manager.pendingRequestCount) requests pending after 200 clients left")
         // The clients that stayed still get their answer.
+        await source.waitUntilListening()
         source.emit(LocationFixtures.walk(0))
         #expect(await Self.poll { manager.pendingRequestCount == 0 })
         for fd in staying {
