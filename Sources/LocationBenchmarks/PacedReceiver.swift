@@ -108,31 +108,15 @@ package final class PacedReceiver: Sendable {
 
     /// One epoch's sentences, walking north-west from 51.5 N 0.1 W.
     static func sentences(epoch: Int, rateHz: Int) -> [String] {
-        var value = time_t(baseSeconds + epoch / rateHz)
-        var parts = tm()
-        gmtime_r(&value, &parts)
-        let time = String(format: "%02d%02d%02d.%02d", parts.tm_hour, parts.tm_min, parts.tm_sec, (epoch % rateHz) * 100 / rateHz)
-        let date = String(format: "%02d%02d%02d", parts.tm_mday, parts.tm_mon + 1, parts.tm_year % 100)
-        let lat = degrees(51.5 + Double(epoch % 100_000) * 0.00001, width: 2)
-        let lon = degrees(0.1 + Double(epoch % 100_000) * 0.00001, width: 3)
-        let gga = sentence("GPGGA,\(time),\(lat),N,\(lon),W,1,09,0.9,35.0,M,47.0,M,,")
-        let rmc = sentence("GPRMC,\(time),A,\(lat),N,\(lon),W,2.7,45.0,\(date),,,A")
-        guard rateHz == 1 else { return [gga, rmc] }
-        let gsa = sentence("GPGSA,A,3,02,05,07,09,13,16,20,26,30,,,,1.6,0.9,1.3")
-        let gsv = [
-            sentence("GPGSV,3,1,11,02,45,050,42,05,60,120,44,07,30,200,38,09,20,300,35"),
-            sentence("GPGSV,3,2,11,13,70,010,46,16,15,080,33,20,40,160,40,26,25,240,37"),
-            sentence("GPGSV,3,3,11,30,55,330,43,29,05,100,,31,08,280,"),
-        ]
-        return [gga, gsa] + gsv + [rmc]
-    }
-
-    private static func degrees(_ value: Double, width: Int) -> String {
-        let whole = Int(value)
-        return String(format: "%0\(width)d%07.4f", whole, (value - Double(whole)) * 60)
-    }
-
-    private static func sentence(_ body: String) -> String {
-        "$" + body + String(format: "*%02X", body.utf8.reduce(UInt8(0)) { $0 ^ $1 }) + "\r\n"
+        let (gga, rmc) = NMEASentences.ggaAndRMC(epoch: epoch, rateHz: rateHz, baseSeconds: baseSeconds)
+        let line = { (text: String) in text + "\r\n" }
+        guard rateHz == 1 else { return [line(gga), line(rmc)] }
+        let rest = [
+            "GPGSA,A,3,02,05,07,09,13,16,20,26,30,,,,1.6,0.9,1.3",
+            "GPGSV,3,1,11,02,45,050,42,05,60,120,44,07,30,200,38,09,20,300,35",
+            "GPGSV,3,2,11,13,70,010,46,16,15,080,33,20,40,160,40,26,25,240,37",
+            "GPGSV,3,3,11,30,55,330,43,29,05,100,,31,08,280,",
+        ].map { line(NMEASentences.checksummed($0)) }
+        return [line(gga)] + rest + [line(rmc)]
     }
 }

@@ -76,24 +76,8 @@ final class NMEAFeedServer: Sendable {
 
     /// GGA and RMC for one epoch, walking north-west from 51.5 N 0.1 W.
     static func sentences(epoch: Int) -> String {
-        var value = time_t(baseSeconds + epoch / rate)
-        var parts = tm()
-        gmtime_r(&value, &parts)
-        let time = String(format: "%02d%02d%02d.%02d", parts.tm_hour, parts.tm_min, parts.tm_sec, (epoch % rate) * 100 / rate)
-        let date = String(format: "%02d%02d%02d", parts.tm_mday, parts.tm_mon + 1, parts.tm_year % 100)
-        let lat = degrees(51.5 + Double(epoch % 100_000) * 0.00001, width: 2)
-        let lon = degrees(0.1 + Double(epoch % 100_000) * 0.00001, width: 3)
-        return sentence("GPGGA,\(time),\(lat),N,\(lon),W,1,09,0.9,35.0,M,47.0,M,,") + "\r\n"
-            + sentence("GPRMC,\(time),A,\(lat),N,\(lon),W,2.7,45.0,\(date),,,A") + "\r\n"
-    }
-
-    private static func degrees(_ value: Double, width: Int) -> String {
-        let whole = Int(value)
-        return String(format: "%0\(width)d%07.4f", whole, (value - Double(whole)) * 60)
-    }
-
-    private static func sentence(_ body: String) -> String {
-        "$" + body + String(format: "*%02X", body.utf8.reduce(UInt8(0)) { $0 ^ $1 })
+        let (gga, rmc) = NMEASentences.ggaAndRMC(epoch: epoch, rateHz: rate, baseSeconds: baseSeconds)
+        return gga + "\r\n" + rmc + "\r\n"
     }
 }
 
