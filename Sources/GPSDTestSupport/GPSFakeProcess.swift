@@ -51,9 +51,13 @@ package final class GPSFakeProcess: Sendable {
 
     /// Whether gpsd accepts connections now; the first time it does, its process is noted as ours, so the
     /// shared memory it creates is removed later.
+    /// The port was picked free and bound by gpsd later, so another program may have taken it in between:
+    /// only a listener that is this gpsd's counts.
     package func isAccepting() -> Bool {
-        guard LoopbackTCP.accepts(port: port) else { return false }
-        if let gpsd = gpsdPID { GPSDSharedMemory.daemonStarted(gpsd) }
+        guard LoopbackTCP.accepts(port: port), let gpsd = gpsdPID, LoopbackTCP.isListening(port: port, pid: gpsd) else {
+            return false
+        }
+        GPSDSharedMemory.daemonStarted(gpsd)
         return true
     }
 
@@ -87,7 +91,8 @@ package final class GPSFakeProcess: Sendable {
     }
 
     private func notAccepting(_ timeout: Duration) -> TestSupportError {
-        let state = process.reap().map { "gpsfake ended with \($0)" } ?? "gpsfake still runs"
+        var state = process.reap().map { "gpsfake ended with \($0)" } ?? "gpsfake still runs"
+        if LoopbackTCP.accepts(port: port) { state += "; another program listens on the port" }
         return .timedOut("gpsd on port \(port) did not accept connections within \(timeout) (\(state))")
     }
 }

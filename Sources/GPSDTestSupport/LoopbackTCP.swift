@@ -72,6 +72,32 @@ package enum LoopbackTCP {
         return connect(fd, port: port)
     }
 
+    /// Whether process `pid` holds the socket listening on TCP `port` (IPv4 or IPv6), from `/proc/net/tcp*`
+    /// and the process's descriptors: a port chosen with ``freePort()`` and taken by another program before
+    /// a daemon bound it is not mistaken for the daemon's.
+    package static func isListening(port: Int, pid: pid_t) -> Bool {
+        let wanted = String(format: "%04X", port)
+        var inodes: Set<String> = []
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                // local_address is ADDRESS:PORT in hex; state 0A is LISTEN; the inode is field 9.
+                guard fields.count > 9, fields[1].hasSuffix(":" + wanted), fields[3] == "0A" else { continue }
+                inodes.insert(String(fields[9]))
+            }
+        }
+        guard !inodes.isEmpty, let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else {
+            return false
+        }
+        return descriptors.contains { descriptor in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)") else {
+                return false
+            }
+            return target.hasPrefix("socket:[") && inodes.contains(String(target.dropFirst(8).dropLast()))
+        }
+    }
+
     private static func newSocket() throws(TestSupportError) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else {

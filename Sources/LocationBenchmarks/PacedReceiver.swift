@@ -43,7 +43,7 @@ package final class PacedReceiver: Sendable {
         let thread = Thread { [self] in self.serve() }
         thread.start()
         let deadline = Date().addingTimeInterval(20)
-        while !LoopbackTCP.accepts(port: port) {
+        while !(LoopbackTCP.accepts(port: port) && LoopbackTCP.isListening(port: port, pid: gpsd.pid)) {
             guard Date() < deadline, gpsd.reap() == nil else {
                 stop()
                 throw BenchError("gpsd reading the paced receiver did not accept connections on port \(port)")

@@ -19,6 +19,17 @@ struct LoopbackTCPTests {
         #expect(throws: TestSupportError.self) { try LoopbackTCP.connect(port: port) }
     }
 
+    @Test("a listener is recognised as its own process's, not another's; a bound socket that does not listen is nobody's")
+    func listenerOwnership() throws {
+        let (listener, port) = try LoopbackTCP.listen()
+        defer { close(listener) }
+        #expect(LoopbackTCP.isListening(port: port, pid: getpid()))
+        #expect(!LoopbackTCP.isListening(port: port, pid: getppid()), "the parent holds no such socket")
+        let (reserved, reservedPort) = try LoopbackTCP.reservedPort()
+        defer { close(reserved) }
+        #expect(!LoopbackTCP.isListening(port: reservedPort, pid: getpid()))
+    }
+
     @Test("a port in use cannot be listened on twice; once closed, a new server gets it again")
     func portReuse() throws {
         let (first, port) = try LoopbackTCP.listen()

@@ -52,7 +52,9 @@ final class GPSDProcess: Sendable {
         GPSDSharedMemory.daemonStarted(gpsd.pid)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if LoopbackTCP.accepts(port: port) { return .now }
+            // Only gpsd's own listener counts: the port was picked free earlier, and another program may
+            // have taken it since.
+            if LoopbackTCP.accepts(port: port), LoopbackTCP.isListening(port: port, pid: gpsd.pid) { return .now }
             if let ended = gpsd.reap() {
                 state.withLock { $0.current = nil }
                 throw LocationServiceTestFailure("gpsd on port \(port) exited at start (\(ended))")
