@@ -88,8 +88,17 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: mode.rawValue.utf8)
             bytes.append(UInt8(ascii: "\""))
         }
+        if let status = location.correctionStatus {
+            bytes.append(contentsOf: #","correctionStatus":""#.utf8)
+            bytes.append(contentsOf: status.rawValue.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
         if let satellites = location.satellitesUsed {
             bytes.append(contentsOf: #","satellitesUsed":"#.utf8)
+            bytes.append(contentsOf: String(satellites).utf8)
+        }
+        if let satellites = location.satellitesVisible {
+            bytes.append(contentsOf: #","satellitesVisible":"#.utf8)
             bytes.append(contentsOf: String(satellites).utf8)
         }
         if let source = location.source {

@@ -4,7 +4,7 @@ import LocationCore
 /// Formats ``ServiceEvent``s for people: one aligned line each, with units.
 ///
 /// ```
-/// 2024-05-01T06:00:00Z    52.520008 N   13.404954 E   alt   34.2 m  ±4.5 m      1.4 m/s   45.0°  3D  9 sats
+/// 2024-05-01T06:00:00Z    52.520008 N   13.404954 E   alt   34.2 m  ±4.5 m      1.4 m/s   45.0°  3D  DGPS   9/14 sats
 /// ── state: background (executing in background, reduced accuracy)
 /// ── batch: 12 held fixes delivered (foreground)
 /// !! no-fix: no fix from gpsd localhost:2947 within 30 s
@@ -37,9 +37,30 @@ public enum TextEventFormatter {
         parts.append(location.speed.map { pad(fixed($0, 1), 7) + " m/s" } ?? pad("– m/s", 11))
         parts.append(location.course.map { pad(fixed($0, 1) + "°", 7) } ?? pad("–", 7))
         parts.append(location.fixMode?.rawValue ?? "  ")
-        if let satellites = location.satellitesUsed { parts.append(pad(String(satellites), 2) + " sats") }
+        if let status = location.correctionStatus { parts.append(label(status)) }
+        switch (location.satellitesUsed, location.satellitesVisible) {
+        case (let used?, let visible?): parts.append(pad(String(used), 2) + "/" + String(visible) + " sats")
+        case (let used?, nil): parts.append(pad(String(used), 2) + " sats")
+        case (nil, let visible?): parts.append(" –/" + String(visible) + " sats")
+        case (nil, nil): break
+        }
         if location.isSimulated { parts.append("(simulated)") }
         return parts.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The correction status as a GPS user writes it.
+    public static func label(_ status: CorrectionStatus) -> String {
+        switch status {
+        case .gps: "GPS"
+        case .dgps: "DGPS"
+        case .rtkFixed: "RTK fixed"
+        case .rtkFloat: "RTK float"
+        case .deadReckoning: "DR"
+        case .gnssDeadReckoning: "GNSS+DR"
+        case .timeOnly: "time only"
+        case .simulated: "simulated fix"
+        case .precisePositioning: "P(Y)"
+        }
     }
 
     private static func coordinate(_ value: Double, positive: String, negative: String) -> String {
