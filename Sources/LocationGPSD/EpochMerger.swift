@@ -24,6 +24,7 @@ struct EpochMerger: Sendable {
     private var fixState = FixState.unknown
     private var satellitesUsed: Int?
     private var dilution: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
+    private var satelliteView = SatelliteView()
 
     init(fallbackSource: String? = nil, lastDelivered: GPSDTime? = nil) {
         self.fallbackSource = fallbackSource
@@ -40,6 +41,7 @@ struct EpochMerger: Sendable {
         fixState = .unknown
         satellitesUsed = nil
         dilution = (nil, nil, nil)
+        satelliteView = SatelliteView()
         return events
     }
 
@@ -48,11 +50,11 @@ struct EpochMerger: Sendable {
         switch report {
         case .devices, .gpsdError, .other:
             return []
-        case .sky(let used, let hdop, let vdop, let pdop):
+        case .sky(let used, let visible, let hdop, let vdop, let pdop):
             if let used { satellitesUsed = used }
             // A SKY without DOP (some receivers send several per epoch) keeps the last values it had.
             if hdop != nil || vdop != nil || pdop != nil { dilution = (hdop, vdop, pdop) }
-            return []
+            return satelliteView.sky(visible: visible)
         case .fix(let fix):
             return accept(fix)
         }
@@ -65,10 +67,12 @@ struct EpochMerger: Sendable {
             case .hasFix:
                 let when = lastDelivered.map { " since the fix of \($0)" } ?? ""
                 let device = fix.device ?? fallbackSource ?? "the receiver"
+                events += satelliteView.lostFix()
                 events.append(.status(.noFix))
                 events.append(.error(LocationError(
                     .fixLost, "\(device) lost its fix (gpsd reports mode \(fix.mode))\(when)")))
             case .unknown:
+                events += satelliteView.lostFix()
                 events.append(.status(.noFix))
             case .noFix:
                 break
@@ -83,6 +87,7 @@ struct EpochMerger: Sendable {
         var events: [LocationSourceEvent] = []
         if fixState != .hasFix {
             fixState = .hasFix
+            satelliteView.gotFix()
             events.append(.status(.hasFix))
         }
         if var current = pending, let currentTime = current.time {
@@ -130,7 +135,9 @@ struct EpochMerger: Sendable {
             climb: fix.climb,
             timestamp: time.date,
             fixMode: fix.mode >= 3 ? .threeDimensional : .twoDimensional,
+            correctionStatus: fix.correction,
             satellitesUsed: satellitesUsed,
+            satellitesVisible: satelliteView.visible,
             source: fix.device ?? fallbackSource,
             isSimulated: false,
             hdop: dilution.hdop,

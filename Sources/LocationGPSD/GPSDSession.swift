@@ -160,8 +160,12 @@ struct GPSDSession: ~Copyable {
                 return nil
             }
             let dop = data.pointee.dop
+            // libgps counts the satellites listed (3.22 ignores "nSat") and says 0 when a SKY lists none:
+            // a SKY without a "satellites" member does not say how many are in view.
+            let visible = Int(data.pointee.satellites_visible)
             let report = GPSDReport.sky(
                 satellitesUsed: (0...Int(MAXCHANNELS)).contains(used) ? used : nil,
+                satellitesVisible: members.listsSatellites && (0...Int(MAXCHANNELS)).contains(visible) ? visible : nil,
                 hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop"))
             return .message(report, problem: leftOut.map { problem(.valueLeftOut, "a SKY with " + $0) })
         }
@@ -189,7 +193,8 @@ struct GPSDSession: ~Copyable {
             mode: Int(fix.mode), time: time, latitude: fix.latitude, longitude: fix.longitude,
             altitudeMSL: cgps_fix_alt_msl(data), altitudeHAE: cgps_fix_alt_hae(data),
             eph: fix.eph, epx: fix.epx, epy: fix.epy, epv: fix.epv, speed: fix.speed, eps: fix.eps,
-            track: fix.track, epd: fix.epd, climb: fix.climb, device: device.isEmpty ? nil : device)
+            track: fix.track, epd: fix.epd, climb: fix.climb, device: device.isEmpty ? nil : device,
+            status: Int(cgps_fix_status(data)))
         switch checked {
         case .refused(let reason):
             return .skipped(problem(.refusedFix, reason))

@@ -19,6 +19,8 @@ package enum JSONLineValidator {
         /// The first top-level `lat` or `lon` value that is not a JSON number, as written: libgps reads it
         /// as absent, which would turn a TPV into a partial one without a word.
         package var nonNumericCoordinate: Range<Int>?
+        /// Whether the object has a top-level `satellites` member (a SKY's list of satellites in view).
+        package var listsSatellites = false
     }
 
     /// Why a line is not a JSON object.
@@ -148,6 +150,9 @@ package enum JSONLineValidator {
                 let start = index
                 try value(depth: depth)
                 members.mode = start..<index
+            } else if topLevel, matches(key, "satellites") {
+                members.listsSatellites = true
+                try value(depth: depth)
             } else if topLevel, matches(key, "lat") || matches(key, "lon") {
                 let start = index
                 let isNumber = bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])

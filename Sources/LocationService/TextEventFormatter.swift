@@ -8,6 +8,8 @@ import LocationCore
 /// ── state: background (executing in background, reduced accuracy)
 /// ── batch: 12 held fixes delivered (foreground)
 /// !! no-fix: no fix from gpsd localhost:2947 within 30 s
+/// ── waiting for a fix (7 satellites seen)
+/// ── fix acquired
 /// ```
 public enum TextEventFormatter {
     /// The event as one line, without a line break.
@@ -23,6 +25,13 @@ public enum TextEventFormatter {
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
+        case .source(.noFix, let satellites):
+            let seen = satellites.map { " (\($0) \($0 == 1 ? "satellite" : "satellites") seen)" } ?? ""
+            return "── waiting for a fix" + seen
+        case .source(.hasFix, _):
+            return "── fix acquired"
+        case .source(let status, _):
+            return "── source: \(status.rawValue)"
         }
     }
 
