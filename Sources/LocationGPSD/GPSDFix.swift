@@ -105,11 +105,14 @@ extension GPSDFix {
 
     /// Checks the values libgps decoded from one TPV (NaN meaning absent): an impossible mode, time or
     /// coordinate refuses the whole TPV; any other value outside its range is left out. A TPV without a
-    /// coordinate passes; no fix is made from it.
+    /// coordinate passes; no fix is made from it. `status` is libgps's `fix.status` (0 when the TPV had none);
+    /// `statusText` is gpsd's own text for a status that is not a whole number (libgps misreads those),
+    /// which is left out like a number gpsd does not use.
     static func checked(
         mode: Int, time: GPSDTime?, latitude: Double, longitude: Double,
         altitudeMSL: Double, altitudeHAE: Double, eph: Double, epx: Double, epy: Double, epv: Double,
-        speed: Double, eps: Double, track: Double, epd: Double, climb: Double, device: String?, status: Int = 0
+        speed: Double, eps: Double, track: Double, epd: Double, climb: Double, device: String?, status: Int? = 0,
+        statusText: String? = nil
     ) -> Checked {
         guard (0...3).contains(mode) else { return .refused("mode \(mode) (gpsd uses 0 to 3)") }
         if let time, !timeRange.contains(time) {
@@ -147,10 +150,11 @@ extension GPSDFix {
             climb: within(climb, climbRange, "climb", "m/s"),
             device: device,
             correction: {
-                switch Self.correctionStatus(gpsdStatus: status) {
-                case .some(let correction): return correction
-                case nil:
-                    if leftOut == nil { leftOut = "status \(status) (gpsd uses 0 to 9)" }
+                switch status.map({ Self.correctionStatus(gpsdStatus: $0) }) {
+                case .some(.some(let correction)): return correction
+                default:
+                    // A number gpsd does not use, or `statusText`: a value that is not a whole number at all.
+                    if leftOut == nil { leftOut = "status \(statusText ?? status.map(String.init) ?? "?") (gpsd uses 0 to 9)" }
                     return nil
                 }
             }())

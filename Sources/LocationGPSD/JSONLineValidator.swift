@@ -19,6 +19,8 @@ package enum JSONLineValidator {
         /// The first top-level `lat` or `lon` value that is not a JSON number, as written: libgps reads it
         /// as absent, which would turn a TPV into a partial one without a word.
         package var nonNumericCoordinate: Range<Int>?
+        /// The top-level `status` value as written (a number in gpsd's TPV), whatever its type.
+        package var status: Range<Int>?
         /// Whether the object has a top-level `satellites` member (a SKY's list of satellites in view).
         package var listsSatellites = false
     }
@@ -150,6 +152,10 @@ package enum JSONLineValidator {
                 let start = index
                 try value(depth: depth)
                 members.mode = start..<index
+            } else if topLevel, matches(key, "status") {
+                let start = index
+                try value(depth: depth)
+                members.status = start..<index
             } else if topLevel, matches(key, "satellites") {
                 members.listsSatellites = true
                 try value(depth: depth)
