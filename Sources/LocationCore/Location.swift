@@ -26,9 +26,10 @@ public struct Location: Sendable, Hashable {
     ///   two sigma, since most receivers do not say; use them as a relative measure of goodness. When gpsd
     ///   sends no `eph` but both `epx` and `epy` (longitude and latitude errors), this is
     ///   √(epx² + epy²), a radius that covers both axis errors.
-    /// - From a replayed GPX file it is the `loc:horizontalAccuracy` extension this project writes, else
-    ///   the file's `<hdop>` times 5 m when the replay options derive it, else `nil`: plain GPX holds no
-    ///   error in metres.
+    /// - From a replayed GPX file it is whatever the file's `loc:horizontalAccuracy` element says (this
+    ///   project's GPX writer puts the recorded fix's value there, so a recorded gpsd track replays with
+    ///   gpsd's `eph`), else `nil`: plain GPX holds no error in metres, only dilutions of precision
+    ///   (`<hdop>`, kept in ``hdop``), which are ratios and are not turned into metres.
     public var horizontalAccuracy: Double?
     /// Vertical uncertainty, in metres.
     public var verticalAccuracy: Double?
