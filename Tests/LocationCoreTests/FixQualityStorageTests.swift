@@ -151,6 +151,26 @@ struct FixQualityStorageTests {
         for code: UInt8 in [0, 10, 255] { #expect(CorrectionStatus(code: code) == nil) }
     }
 
+    @Test("an impossible count of satellites in view (a GPX file's 99999, a negative one) is left out and named by the value check")
+    func valueCheck() {
+        for count in [-1, 1_001, 99_999, Int.max] {
+            var fix = LocationFixtures.walk(0)
+            fix.satellitesVisible = count
+            fix.correctionStatus = .rtkFloat
+            guard case .leftOut(let checked, let problems) = LocationValueCheck.check(fix) else {
+                Issue.record("satellitesVisible \(count) passed the check")
+                continue
+            }
+            #expect(checked.satellitesVisible == nil)
+            #expect(checked.correctionStatus == .rtkFloat)
+            #expect(problems == [.init(field: "satellitesVisible", description: "satellitesVisible \(count) (outside 0…1000)")])
+        }
+        var fine = LocationFixtures.walk(0)
+        fine.satellitesVisible = 1_000
+        #expect(LocationValueCheck.check(fine) == .valid)
+        #expect(CorrectionStatus.allCases.filter(\.isDifferential) == [.dgps, .rtkFixed, .rtkFloat])
+    }
+
     // MARK: - The version-1 record layout, written out by hand as LocationJournal's header documents it
 
     static func versionOneRecord(_ location: Location) -> [UInt8] {
