@@ -68,9 +68,11 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
 
     /// The source, its status, and why it is down (since when) or its last problem.
     private var sourceLine: String {
-        let status = sourceStatus.rawValue + (sourceDownSince.map { " since \($0)" } ?? "")
-        if let sourceProblem { return "\(source) (\(status)); last problem: \(sourceProblem)" }
-        return "\(source) (\(status))" + (sourceDownReason.map { ": \($0)" } ?? "")
+        var line = "\(source) (\(sourceStatus.rawValue)" + (sourceDownSince.map { " since \($0)" } ?? "") + ")"
+        // The reason it is down, unless the last problem (which follows) already says it.
+        if let sourceDownReason, sourceProblem?.hasSuffix(sourceDownReason) != true { line += ": \(sourceDownReason)" }
+        if let sourceProblem { line += "; last problem: \(sourceProblem)" }
+        return line
     }
 
     /// Aligned `label: value` lines for people.

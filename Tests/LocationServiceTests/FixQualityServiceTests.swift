@@ -126,6 +126,23 @@ struct FixQualityServiceTests {
         manager.stopUpdatingLocation()
     }
 
+    @Test("status text says since when the source is down and why, without saying the same reason twice")
+    func statusText() {
+        var status = DaemonStatus(
+            state: .active, executingInBackground: false, policy: .high, source: "gpsd 127.0.0.1:9", sourceStatus: .unavailable,
+            lastFix: nil, lastFixAge: nil, held: 0, dropped: 0, journal: nil, watchers: 0, uptime: 3,
+            sourceProblem: "source-unavailable: cannot connect to gpsd at 127.0.0.1:9: Connection refused",
+            sourceDownSince: "2026-05-01T06:00:00Z", sourceDownReason: "cannot connect to gpsd at 127.0.0.1:9: Connection refused")
+        let line = { status.text.split(separator: "\n").first { $0.hasPrefix("source:") }.map(String.init) ?? "" }
+        #expect(line() == "source:   gpsd 127.0.0.1:9 (unavailable since 2026-05-01T06:00:00Z); last problem: source-unavailable: cannot connect to gpsd at 127.0.0.1:9: Connection refused")
+        status.sourceProblem = "invalid-data: gpsd at 127.0.0.1:9 sent a TPV with eph -5"
+        #expect(line() == "source:   gpsd 127.0.0.1:9 (unavailable since 2026-05-01T06:00:00Z): cannot connect to gpsd at 127.0.0.1:9: Connection refused; last problem: invalid-data: gpsd at 127.0.0.1:9 sent a TPV with eph -5")
+        status.sourceDownSince = nil
+        status.sourceDownReason = nil
+        status.sourceStatus = .hasFix
+        #expect(line() == "source:   gpsd 127.0.0.1:9 (has-fix); last problem: invalid-data: gpsd at 127.0.0.1:9 sent a TPV with eph -5")
+    }
+
     @Test("an outage starts at the unavailable status, takes the source's reason whether it comes before or after, and ends with receiver data")
     func outageTracker() {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
