@@ -33,6 +33,25 @@ static inline int cgps_fix_status(const struct gps_data_t *data) {
 #endif
 }
 
+/* gpsd's fix status values (TPV "status"). The numbers are the same from gpsd 3.20 on, but 3.23.1 renamed
+ * the macros (STATUS_NO_FIX became STATUS_UNK, STATUS_FIX became STATUS_GPS, ...): Swift uses only these. */
+#ifdef STATUS_UNK
+static const int CGPS_STATUS_UNKNOWN = STATUS_UNK;
+static const int CGPS_STATUS_GPS = STATUS_GPS;
+static const int CGPS_STATUS_DGPS = STATUS_DGPS;
+#else
+static const int CGPS_STATUS_UNKNOWN = STATUS_NO_FIX;
+static const int CGPS_STATUS_GPS = STATUS_FIX;
+static const int CGPS_STATUS_DGPS = STATUS_DGPS_FIX;
+#endif
+static const int CGPS_STATUS_RTK_FIXED = STATUS_RTK_FIX;
+static const int CGPS_STATUS_RTK_FLOAT = STATUS_RTK_FLT;
+static const int CGPS_STATUS_DEAD_RECKONING = STATUS_DR;
+static const int CGPS_STATUS_GNSS_DEAD_RECKONING = STATUS_GNSSDR;
+static const int CGPS_STATUS_TIME_ONLY = STATUS_TIME;
+static const int CGPS_STATUS_SIMULATED = STATUS_SIM;
+static const int CGPS_STATUS_PRECISE_POSITIONING = STATUS_PPS_FIX;
+
 /* The fix time as seconds and nanoseconds since 1970 (UTC). Zero when the TPV carried no time. */
 static inline int64_t cgps_fix_time_seconds(const struct gps_data_t *data) {
     return (int64_t)data->fix.time.tv_sec;

@@ -90,7 +90,7 @@ extension ListeningLocationSource {
                     switch event {
                     case .location(let location):
                         if selector.withLock({ $0.offer(location) }) { return false }
-                    case .status, .error:
+                    case .status, .error, .satellitesInView:
                         context.report(event)
                     }
                 }

@@ -16,7 +16,20 @@ public struct Location: Sendable, Hashable {
     public var altitude: Double?
     /// Height above the WGS84 ellipsoid, in metres.
     public var ellipsoidalAltitude: Double?
-    /// Radius of horizontal uncertainty, in metres.
+    /// Radius of horizontal uncertainty, in metres: the smaller, the better.
+    ///
+    /// What the radius means depends on the source, and no source states a confidence level:
+    /// - From gpsd it is gpsd's `eph`, the "estimated horizontal position (2D) error". gpsd passes on
+    ///   the receiver's own estimate when the receiver reports one, else computes it from the satellite
+    ///   geometry (HDOP times an assumed range error). gpsd's protocol documentation (gpsd_json(5)) says of
+    ///   all its error estimates that they are *guessed* to be 95 % confidence but may be 50 %, one sigma or
+    ///   two sigma, since most receivers do not say; use them as a relative measure of goodness. When gpsd
+    ///   sends no `eph` but both `epx` and `epy` (longitude and latitude errors), this is
+    ///   √(epx² + epy²), a radius that covers both axis errors.
+    /// - From a replayed GPX file it is whatever the file's `loc:horizontalAccuracy` element says (this
+    ///   project's GPX writer puts the recorded fix's value there, so a recorded gpsd track replays with
+    ///   gpsd's `eph`), else `nil`: plain GPX holds no error in metres, only dilutions of precision
+    ///   (`<hdop>`, kept in ``hdop``), which are ratios and are not turned into metres.
     public var horizontalAccuracy: Double?
     /// Vertical uncertainty, in metres.
     public var verticalAccuracy: Double?
@@ -34,8 +47,14 @@ public struct Location: Sendable, Hashable {
     public var timestamp: Date
     /// Whether the fix is two- or three-dimensional.
     public var fixMode: FixMode?
+    /// How the fix was corrected (plain GPS, DGPS, RTK fixed or float, dead reckoning...), when the source
+    /// said; see ``CorrectionStatus`` for what `nil` means from gpsd.
+    public var correctionStatus: CorrectionStatus?
     /// Number of satellites used in the solution.
     public var satellitesUsed: Int?
+    /// Number of satellites the receiver sees (in view), used or not; at least ``satellitesUsed`` when
+    /// both are known.
+    public var satellitesVisible: Int?
     /// Where the fix came from: a gpsd device path, a replayed file name, or a test script.
     public var source: String?
     /// Whether the fix was produced by a simulation or replay rather than a live receiver.
@@ -47,7 +66,7 @@ public struct Location: Sendable, Hashable {
     /// Position (3D) dilution of precision.
     public var pdop: Double?
 
-    /// Creates a location; non-finite optional values become `nil`.
+    /// Creates a location; non-finite optional values and negative satellite counts become `nil`.
     public init(
         latitude: Double,
         longitude: Double,
@@ -62,7 +81,9 @@ public struct Location: Sendable, Hashable {
         climb: Double? = nil,
         timestamp: Date,
         fixMode: FixMode? = nil,
+        correctionStatus: CorrectionStatus? = nil,
         satellitesUsed: Int? = nil,
+        satellitesVisible: Int? = nil,
         source: String? = nil,
         isSimulated: Bool = false,
         hdop: Double? = nil,
@@ -82,7 +103,9 @@ public struct Location: Sendable, Hashable {
         self.climb = climb.finite
         self.timestamp = timestamp
         self.fixMode = fixMode
-        self.satellitesUsed = satellitesUsed
+        self.correctionStatus = correctionStatus
+        self.satellitesUsed = satellitesUsed.flatMap { $0 >= 0 ? $0 : nil }
+        self.satellitesVisible = satellitesVisible.flatMap { $0 >= 0 ? $0 : nil }
         self.source = source
         self.isSimulated = isSimulated
         self.hdop = hdop.finite
@@ -142,11 +165,14 @@ extension Optional where Wrapped == Double {
 extension Location: Codable {
     private enum CodingKeys: String, CodingKey {
         case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy
-        case speed, speedAccuracy, course, courseAccuracy, climb, timestamp, fixMode, satellitesUsed
-        case source, isSimulated, hdop, vdop, pdop
+        case speed, speedAccuracy, course, courseAccuracy, climb, timestamp, fixMode, correctionStatus
+        case satellitesUsed, satellitesVisible, source, isSimulated, hdop, vdop, pdop
     }
 
     /// Decodes a location; `timestamp` must be an RFC 3339 string.
+    ///
+    /// A `correctionStatus` this build does not know, and a negative satellite count, are left out
+    /// (`nil`) rather than refusing the whole location.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let text = try container.decode(String.self, forKey: .timestamp)
@@ -171,7 +197,10 @@ extension Location: Codable {
             climb: try container.decodeIfPresent(Double.self, forKey: .climb),
             timestamp: parsed.date,
             fixMode: try container.decodeIfPresent(FixMode.self, forKey: .fixMode),
+            correctionStatus: (try container.decodeIfPresent(String.self, forKey: .correctionStatus))
+                .flatMap(CorrectionStatus.init(rawValue:)),
             satellitesUsed: try container.decodeIfPresent(Int.self, forKey: .satellitesUsed),
+            satellitesVisible: try container.decodeIfPresent(Int.self, forKey: .satellitesVisible),
             source: try container.decodeIfPresent(String.self, forKey: .source),
             isSimulated: try container.decodeIfPresent(Bool.self, forKey: .isSimulated) ?? false,
             hdop: try container.decodeIfPresent(Double.self, forKey: .hdop),
@@ -201,7 +230,9 @@ extension Location: Codable {
         try container.encodeIfPresent(climb, forKey: .climb)
         try container.encode(RFC3339.string(from: timestamp), forKey: .timestamp)
         try container.encodeIfPresent(fixMode, forKey: .fixMode)
+        try container.encodeIfPresent(correctionStatus, forKey: .correctionStatus)
         try container.encodeIfPresent(satellitesUsed, forKey: .satellitesUsed)
+        try container.encodeIfPresent(satellitesVisible, forKey: .satellitesVisible)
         try container.encodeIfPresent(source, forKey: .source)
         try container.encode(isSimulated, forKey: .isSimulated)
         try container.encodeIfPresent(hdop, forKey: .hdop)

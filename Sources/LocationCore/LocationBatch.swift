@@ -137,7 +137,9 @@ public struct LocationBatch: Sendable {
     private struct Meta: Sendable, Equatable {
         var satellites: Int?
         var sourceID: Int
-        static let initial = Meta(satellites: nil, sourceID: 0)
+        var correction: CorrectionStatus?
+        var visible: Int?
+        static let initial = Meta(satellites: nil, sourceID: 0, correction: nil, visible: nil)
     }
 
     private static func encode(_ location: Location, sourceID: Int, into chunk: inout Chunk) {
@@ -159,7 +161,9 @@ public struct LocationBatch: Sendable {
                 x >>= 8
             }
         }
-        let meta = Meta(satellites: location.satellitesUsed, sourceID: sourceID)
+        let meta = Meta(
+            satellites: location.satellitesUsed, sourceID: sourceID, correction: location.correctionStatus,
+            visible: location.satellitesVisible)
         var flags: UInt8
         switch location.fixMode {
         case nil: flags = 0
@@ -171,9 +175,17 @@ public struct LocationBatch: Sendable {
         let sourceChanged = meta.sourceID != chunk.previousMeta.sourceID
         if satellitesChanged { flags |= 0x08 }
         if sourceChanged { flags |= 0x10 }
+        // Correction status and satellites in view change rarely: like the two above they cost one flag bit
+        // per fix and their value only when it differs from the previous fix's.
+        let correctionChanged = meta.correction != chunk.previousMeta.correction
+        let visibleChanged = meta.visible != chunk.previousMeta.visible
+        if correctionChanged { flags |= 0x20 }
+        if visibleChanged { flags |= 0x40 }
         chunk.bytes.append(flags)
         if satellitesChanged { appendVarint(meta.satellites.map { UInt64(max(0, $0)) + 1 } ?? 0, to: &chunk.bytes) }
         if sourceChanged { appendVarint(UInt64(meta.sourceID), to: &chunk.bytes) }
+        if correctionChanged { chunk.bytes.append(meta.correction?.code ?? 0) }
+        if visibleChanged { appendVarint(meta.visible.map { UInt64(max(0, $0)) + 1 } ?? 0, to: &chunk.bytes) }
         chunk.previous = current
         chunk.previousMeta = meta
         chunk.count += 1
@@ -218,6 +230,14 @@ public struct LocationBatch: Sendable {
             meta.satellites = value == 0 ? nil : Int(value - 1)
         }
         if flags & 0x10 != 0 { meta.sourceID = Int(readVarint(bytes, &offset)) }
+        if flags & 0x20 != 0 {
+            meta.correction = CorrectionStatus(code: bytes[offset])
+            offset += 1
+        }
+        if flags & 0x40 != 0 {
+            let value = readVarint(bytes, &offset)
+            meta.visible = value == 0 ? nil : Int(value - 1)
+        }
         func value(_ index: Int) -> Double? {
             let bits = previous[index]
             return bits == absent ? nil : Double(bitPattern: bits)
@@ -234,7 +254,8 @@ public struct LocationBatch: Sendable {
             horizontalAccuracy: value(5), verticalAccuracy: value(6),
             speed: value(7), speedAccuracy: value(8), course: value(9), courseAccuracy: value(10), climb: value(11),
             timestamp: Date(timeIntervalSinceReferenceDate: Double(bitPattern: previous[2])),
-            fixMode: fixMode, satellitesUsed: meta.satellites,
+            fixMode: fixMode, correctionStatus: meta.correction, satellitesUsed: meta.satellites,
+            satellitesVisible: meta.visible,
             source: meta.sourceID == 0 ? nil : sources[meta.sourceID - 1],
             isSimulated: flags & 0x04 != 0, hdop: value(12), vdop: value(13), pdop: value(14))
     }

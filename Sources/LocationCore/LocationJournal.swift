@@ -16,7 +16,16 @@ import Foundation
 ///   `f64 latitude` · `f64 longitude` · `f64 timestamp` (seconds since 2001-01-01T00:00:00Z) · each present
 ///   `f64` field in mask order · `u32 satellitesUsed` if present · `u16 byte count` + UTF-8 `source` if present
 ///   · then, for mask bits 12 hdop, 13 vdop and 14 pdop, each present `f64` (added after `source` so that
-///   records written before these fields existed read the same).
+///   records written before these fields existed read the same)
+///   · then, only when mask bit 15 is set, an extension: `u8 extension mask` (bit 0 correctionStatus,
+///   bit 1 satellitesVisible; bits 2–7 must be 0) · `u8 correction code` if present (1 gps, 2 dgps,
+///   3 rtk-fixed, 4 rtk-float, 5 dead-reckoning, 6 gnss-dead-reckoning, 7 time-only, 8 simulated, 9 pps) ·
+///   `u32 satellitesVisible` if present.
+///
+/// Bit 15 is set only when a fix has a correction status or a count of visible satellites, so a fix
+/// without them is written byte for byte as before, and every record written before the extension
+/// existed reads the same. A record whose extension mask has an unknown bit, or whose correction code is
+/// unknown (0 or over 9), is malformed and skipped as damage would be: it cannot be read without guessing.
 ///
 /// Every fix is written with one `write` as it is appended, so it survives the process being killed;
 /// `fsync` runs at least once per ``syncInterval`` while appending and on ``sync()``, so it also survives
@@ -526,6 +535,11 @@ public final class LocationJournal: Sendable {
         if source != nil { mask |= 1 << 11 }
         let dilutions: [Double?] = [location.hdop, location.vdop, location.pdop]
         for (bit, value) in dilutions.enumerated() where value != nil { mask |= 1 << (12 + bit) }
+        let visible = location.satellitesVisible.flatMap { $0 >= 0 ? UInt32(clamping: $0) : nil }
+        var extensionMask: UInt8 = 0
+        if location.correctionStatus != nil { extensionMask |= 1 }
+        if visible != nil { extensionMask |= 2 }
+        if extensionMask != 0 { mask |= 1 << 15 }
         append(mask, to: &bytes)
         var flags: UInt8 = location.isSimulated ? 1 : 0
         if location.fixMode == .threeDimensional { flags |= 2 }
@@ -540,6 +554,11 @@ public final class LocationJournal: Sendable {
             bytes.append(contentsOf: source)
         }
         for value in dilutions { if let value { append(value.bitPattern, to: &bytes) } }
+        if extensionMask != 0 {
+            bytes.append(extensionMask)
+            if let status = location.correctionStatus { bytes.append(status.code) }
+            if let visible { append(visible, to: &bytes) }
+        }
         let payloadLength = bytes.count - payloadStart
         let length = UInt32(payloadLength)
         for index in 0..<4 { bytes[lengthOffset + index] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(index))) }
@@ -672,7 +691,20 @@ public final class LocationJournal: Sendable {
                 dilutions.append(nil)
             }
         }
-        guard offset == payload.count, mask & 0x8000 == 0 else { return nil }
+        var correction: CorrectionStatus?
+        var visible: Int?
+        if mask & 0x8000 != 0 {
+            guard let extensionMask = read(UInt8.self), extensionMask & ~0x03 == 0, extensionMask != 0 else { return nil }
+            if extensionMask & 1 != 0 {
+                guard let code = read(UInt8.self), let status = CorrectionStatus(code: code) else { return nil }
+                correction = status
+            }
+            if extensionMask & 2 != 0 {
+                guard let value = read(UInt32.self) else { return nil }
+                visible = Int(value)
+            }
+        }
+        guard offset == payload.count else { return nil }
         let location = Location(
             latitude: latitude, longitude: longitude,
             altitude: optionals[0], ellipsoidalAltitude: optionals[1],
@@ -680,7 +712,8 @@ public final class LocationJournal: Sendable {
             speed: optionals[4], speedAccuracy: optionals[5], course: optionals[6], courseAccuracy: optionals[7],
             climb: optionals[8], timestamp: Date(timeIntervalSinceReferenceDate: time),
             fixMode: mask & (1 << 10) == 0 ? nil : (flags & 2 != 0 ? .threeDimensional : .twoDimensional),
-            satellitesUsed: satellites, source: source, isSimulated: flags & 1 != 0,
+            correctionStatus: correction, satellitesUsed: satellites, satellitesVisible: visible,
+            source: source, isSimulated: flags & 1 != 0,
             hdop: dilutions[0], vdop: dilutions[1], pdop: dilutions[2])
         return location.hasValidCoordinate ? location : nil
     }

@@ -354,6 +354,11 @@ public final class LocationManager: Sendable {
                 }
             case .error(let error):
                 enqueueError(error)
+            case .satellitesInView(let count):
+                guard count >= 0 else { return }
+                enqueueDelegateCall { manager, delegate in
+                    delegate.locationManager(manager, didUpdateSatellitesInView: count)
+                }
             }
         }
         delivery.drain()

@@ -11,6 +11,9 @@ public protocol LocationManagerDelegate: AnyObject, Sendable {
     func locationManager(_ manager: LocationManager, didChangeAccuracyPolicy policy: AccuracyPolicy)
     /// The source's connection or fix state changed.
     func locationManager(_ manager: LocationManager, didChangeSourceStatus status: LocationSourceStatus)
+    /// While the source has no fix: how many satellites the receiver sees (see
+    /// ``LocationSourceEvent/satellitesInView(_:)``).
+    func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int)
     /// Held fixes were dropped because the batch was full; sent just before the batch is delivered.
     func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int)
     /// The next `didUpdateLocations` call carries `count` held fixes, flushed because the app returned to
@@ -22,6 +25,7 @@ extension LocationManagerDelegate {
     public func locationManager(_ manager: LocationManager, didFailWithError error: LocationError) {}
     public func locationManager(_ manager: LocationManager, didChangeAccuracyPolicy policy: AccuracyPolicy) {}
     public func locationManager(_ manager: LocationManager, didChangeSourceStatus status: LocationSourceStatus) {}
+    public func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int) {}
     public func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int) {}
     public func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int) {}
 }

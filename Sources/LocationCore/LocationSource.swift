@@ -33,6 +33,10 @@ public enum LocationSourceEvent: Sendable, Hashable {
     case status(LocationSourceStatus)
     /// Something went wrong that the delegate should hear about (an outage, a lost fix, no fix in time).
     case error(LocationError)
+    /// How many satellites the receiver sees while it has no fix, so that a person waiting knows whether
+    /// the sky is in view: reported just before ``LocationSourceStatus/noFix`` when the count is known,
+    /// then whenever it changes until a fix comes. Never negative.
+    case satellitesInView(Int)
 }
 
 /// The state of a source's connection and fix, for status displays and delegates.

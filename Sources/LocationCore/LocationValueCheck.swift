@@ -81,6 +81,10 @@ public enum LocationValueCheck {
             problems.append(Problem(field: "satellitesUsed", description: "satellitesUsed \(satellites) (outside 0…1000)"))
             checked.satellitesUsed = nil
         }
+        if let satellites = location.satellitesVisible, satellites < 0 || satellites > 1_000 {
+            problems.append(Problem(field: "satellitesVisible", description: "satellitesVisible \(satellites) (outside 0…1000)"))
+            checked.satellitesVisible = nil
+        }
         return problems.isEmpty ? .valid : .leftOut(checked, problems: problems)
     }
 
@@ -96,6 +100,7 @@ public enum LocationValueCheck {
             && ok(location.courseAccuracy, angle) && ok(location.climb, climb) && ok(location.hdop, dilution)
             && ok(location.vdop, dilution) && ok(location.pdop, dilution)
             && (location.satellitesUsed.map { (0...1_000).contains($0) } ?? true)
+            && (location.satellitesVisible.map { (0...1_000).contains($0) } ?? true)
     }
 
     private static func problem(_ field: String, _ value: Double, _ range: ClosedRange<Double>, _ unit: String) -> Problem {

@@ -52,6 +52,7 @@ struct EpochMerger: Sendable {
     private var fixState = FixState.unknown
     private var satellitesUsed: Int?
     private var dilution: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
+    private var satelliteView = SatelliteView()
 
     init(
         fallbackSource: String? = nil, settle: Duration = .milliseconds(500), memory: Memory? = nil,
@@ -82,6 +83,7 @@ struct EpochMerger: Sendable {
         satellitesUsed = nil
         dilution = (nil, nil, nil)
         lastFinished = nil
+        satelliteView = SatelliteView()
         return events
     }
 
@@ -90,11 +92,11 @@ struct EpochMerger: Sendable {
         switch report {
         case .devices, .gpsdError, .other:
             return []
-        case .sky(let used, let hdop, let vdop, let pdop):
+        case .sky(let used, let visible, let hdop, let vdop, let pdop):
             if let used { satellitesUsed = used }
             // A SKY without DOP (some receivers send several per epoch) keeps the last values it had.
             if hdop != nil || vdop != nil || pdop != nil { dilution = (hdop, vdop, pdop) }
-            return []
+            return satelliteView.sky(visible: visible)
         case .fix(let fix):
             return accept(fix, at: arrival)
         }
@@ -107,10 +109,12 @@ struct EpochMerger: Sendable {
             case .hasFix:
                 let when = lastDelivered.map { " since the fix of \($0)" } ?? ""
                 let device = fix.device ?? fallbackSource ?? "the receiver"
+                events += satelliteView.lostFix()
                 events.append(.status(.noFix))
                 events.append(.error(LocationError(
                     .fixLost, "\(device) lost its fix (gpsd reports mode \(fix.mode))\(when)")))
             case .unknown:
+                events += satelliteView.lostFix()
                 events.append(.status(.noFix))
             case .noFix:
                 break
@@ -154,6 +158,7 @@ struct EpochMerger: Sendable {
         }
         if fixState != .hasFix {
             fixState = .hasFix
+            satelliteView.gotFix()
             events.append(.status(.hasFix))
         }
         pending = Pending(fix: fix, time: time, lastArrival: arrival)
@@ -193,7 +198,9 @@ struct EpochMerger: Sendable {
             climb: fix.climb,
             timestamp: time.date,
             fixMode: fix.mode >= 3 ? .threeDimensional : .twoDimensional,
+            correctionStatus: fix.correction,
             satellitesUsed: satellitesUsed,
+            satellitesVisible: satelliteView.visible,
             source: fix.device ?? fallbackSource,
             isSimulated: false,
             hdop: dilution.hdop,

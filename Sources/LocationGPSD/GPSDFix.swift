@@ -1,4 +1,6 @@
+internal import CGPS
 import LocationCore
+
 /// The fields of one TPV report that a ``Location`` needs.
 struct GPSDFix: Sendable, Equatable {
     /// 0 = not seen, 1 = no fix, 2 = 2D, 3 = 3D.
@@ -26,12 +28,15 @@ struct GPSDFix: Sendable, Equatable {
     var climb: Double?
     /// The gpsd device path that produced the report, when gpsd named it.
     var device: String?
+    /// gpsd's `status` as a correction status; `nil` when gpsd did not send one (it omits it on a plain fix).
+    var correction: CorrectionStatus?
 
     init(
         mode: Int, time: GPSDTime? = nil, latitude: Double? = nil, longitude: Double? = nil,
         altitudeMSL: Double? = nil, altitudeHAE: Double? = nil, eph: Double? = nil, epx: Double? = nil,
         epy: Double? = nil, epv: Double? = nil, speed: Double? = nil, eps: Double? = nil,
-        track: Double? = nil, epd: Double? = nil, climb: Double? = nil, device: String? = nil
+        track: Double? = nil, epd: Double? = nil, climb: Double? = nil, device: String? = nil,
+        correction: CorrectionStatus? = nil
     ) {
         self.mode = mode
         self.time = time
@@ -49,6 +54,7 @@ struct GPSDFix: Sendable, Equatable {
         self.epd = epd.finiteValue
         self.climb = climb.finiteValue
         self.device = device
+        self.correction = correction
     }
 
     /// Whether the receiver reports a position fix (2D or 3D).
@@ -72,6 +78,7 @@ struct GPSDFix: Sendable, Equatable {
         epd = newer.epd ?? epd
         climb = newer.climb ?? climb
         device = newer.device ?? device
+        correction = newer.correction ?? correction
     }
 }
 
@@ -98,11 +105,14 @@ extension GPSDFix {
 
     /// Checks the values libgps decoded from one TPV (NaN meaning absent): an impossible mode, time or
     /// coordinate refuses the whole TPV; any other value outside its range is left out. A TPV without a
-    /// coordinate passes; no fix is made from it.
+    /// coordinate passes; no fix is made from it. `status` is libgps's `fix.status` (0 when the TPV had none);
+    /// `statusText` is gpsd's own text for a status that is not a whole number (libgps misreads those),
+    /// which is left out like a number gpsd does not use.
     static func checked(
         mode: Int, time: GPSDTime?, latitude: Double, longitude: Double,
         altitudeMSL: Double, altitudeHAE: Double, eph: Double, epx: Double, epy: Double, epv: Double,
-        speed: Double, eps: Double, track: Double, epd: Double, climb: Double, device: String?
+        speed: Double, eps: Double, track: Double, epd: Double, climb: Double, device: String?, status: Int? = 0,
+        statusText: String? = nil
     ) -> Checked {
         guard (0...3).contains(mode) else { return .refused("mode \(mode) (gpsd uses 0 to 3)") }
         if let time, !timeRange.contains(time) {
@@ -138,8 +148,39 @@ extension GPSDFix {
             track: within(track, angleRange, "track", "°"),
             epd: within(epd, angleRange, "epd", "°"),
             climb: within(climb, climbRange, "climb", "m/s"),
-            device: device)
+            device: device,
+            correction: {
+                switch status.map({ Self.correctionStatus(gpsdStatus: $0) }) {
+                case .some(.some(let correction)): return correction
+                default:
+                    // A number gpsd does not use, or `statusText`: a value that is not a whole number at all.
+                    if leftOut == nil { leftOut = "status \(statusText ?? status.map(String.init) ?? "?") (gpsd uses 0 to 9)" }
+                    return nil
+                }
+            }())
         return .fix(fix, leftOut: leftOut)
+    }
+}
+
+extension GPSDFix {
+    /// gpsd's TPV `status` (libgps's `fix.status`) as a correction status: `.some(nil)` for 0, which gpsd
+    /// uses for "unknown" and which libgps leaves when the TPV carries no status (gpsd 3.22 sends none on
+    /// a plain GPS fix); `nil` for a number gpsd does not use (negative, or above 9).
+    static func correctionStatus(gpsdStatus status: Int) -> CorrectionStatus?? {
+        guard let value = Int32(exactly: status) else { return nil }
+        switch value {
+        case CGPS_STATUS_UNKNOWN: return .some(nil)
+        case CGPS_STATUS_GPS: return .gps
+        case CGPS_STATUS_DGPS: return .dgps
+        case CGPS_STATUS_RTK_FIXED: return .rtkFixed
+        case CGPS_STATUS_RTK_FLOAT: return .rtkFloat
+        case CGPS_STATUS_DEAD_RECKONING: return .deadReckoning
+        case CGPS_STATUS_GNSS_DEAD_RECKONING: return .gnssDeadReckoning
+        case CGPS_STATUS_TIME_ONLY: return .timeOnly
+        case CGPS_STATUS_SIMULATED: return .simulated
+        case CGPS_STATUS_PRECISE_POSITIONING: return .precisePositioning
+        default: return nil
+        }
     }
 }
 

@@ -4,8 +4,11 @@
 enum GPSDReport: Sendable, Equatable {
     /// A TPV (time-position-velocity) report.
     case fix(GPSDFix)
-    /// A SKY report: how many satellites the solution uses and the dilutions of precision, when gpsd said.
-    case sky(satellitesUsed: Int?, hdop: Double? = nil, vdop: Double? = nil, pdop: Double? = nil)
+    /// A SKY report: how many satellites the solution uses and how many are in view, and the dilutions of
+    /// precision, when gpsd said.
+    case sky(
+        satellitesUsed: Int?, satellitesVisible: Int? = nil, hdop: Double? = nil, vdop: Double? = nil,
+        pdop: Double? = nil)
     /// The list of receivers gpsd has (the DEVICES message sent after a WATCH).
     case devices(count: Int)
     /// gpsd's answer that it could not do what was asked (such as watching a device it does not have).

@@ -11,7 +11,7 @@ import LocationCore
 ///
 /// Lines are framed by ``GPSDLineReader`` (a fixed buffer; overlong lines are skipped, not fatal), checked
 /// by ``JSONLineValidator`` (only strict JSON objects reach libgps's lenient parser), decoded by libgps's
-/// `gps_unpack`, and the decoded TPV is range-checked by ``GPSDFix/checked(mode:time:latitude:longitude:altitudeMSL:altitudeHAE:eph:epx:epy:epv:speed:eps:track:epd:climb:device:)``.
+/// `gps_unpack`, and the decoded TPV is range-checked by ``GPSDFix/checked(mode:time:latitude:longitude:altitudeMSL:altitudeHAE:eph:epx:epy:epv:speed:eps:track:epd:climb:device:status:statusText:)``.
 struct GPSDSession: ~Copyable {
     /// The outcome of one ``read()``.
     enum ReadResult {
@@ -148,7 +148,13 @@ struct GPSDSession: ~Copyable {
                 let text = String(decoding: bytes[coordinate].prefix(60), as: UTF8.self).replacingOccurrences(of: "\"", with: "")
                 return .skipped(problem(.refusedFix, "\(text) (a coordinate must be a number)"))
             }
-            return decodeTPV(checkedTime: checkedTime, problem: problem)
+            // libgps reads a status of 1e300 as 1 and "2" as 0, as it does a mode: gpsd's own text decides.
+            var statusText: String?
+            if let status = members.status {
+                let text = String(decoding: bytes[status].prefix(40), as: UTF8.self)
+                if Int(text) == nil { statusText = text }
+            }
+            return decodeTPV(checkedTime: checkedTime, statusText: statusText, problem: problem)
         }
         if set & CGPS_SATELLITE_SET != 0 {
             let used = Int(data.pointee.satellites_used)
@@ -160,8 +166,13 @@ struct GPSDSession: ~Copyable {
                 return nil
             }
             let dop = data.pointee.dop
+            // libgps counts the satellites listed (3.22 ignores "nSat" and "uSat") and says 0 when a SKY lists
+            // none: a SKY without a "satellites" member (one with dilutions only) says neither count.
+            let visible = Int(data.pointee.satellites_visible)
+            let listed = members.listsSatellites
             let report = GPSDReport.sky(
-                satellitesUsed: (0...Int(MAXCHANNELS)).contains(used) ? used : nil,
+                satellitesUsed: listed && (0...Int(MAXCHANNELS)).contains(used) ? used : nil,
+                satellitesVisible: listed && (0...Int(MAXCHANNELS)).contains(visible) ? visible : nil,
                 hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop"))
             return .message(report, problem: leftOut.map { problem(.valueLeftOut, "a SKY with " + $0) })
         }
@@ -176,7 +187,7 @@ struct GPSDSession: ~Copyable {
 
     /// Turns a decoded TPV into a fix report, reading fields in place (never copying the struct).
     private func decodeTPV(
-        checkedTime: GPSDTime?, problem: (GPSDLineProblem.Kind, String) -> GPSDLineProblem
+        checkedTime: GPSDTime?, statusText: String?, problem: (GPSDLineProblem.Kind, String) -> GPSDLineProblem
     ) -> ReadResult {
         let seconds = cgps_fix_time_seconds(data)
         let nanoseconds = cgps_fix_time_nanoseconds(data)
@@ -189,7 +200,8 @@ struct GPSDSession: ~Copyable {
             mode: Int(fix.mode), time: time, latitude: fix.latitude, longitude: fix.longitude,
             altitudeMSL: cgps_fix_alt_msl(data), altitudeHAE: cgps_fix_alt_hae(data),
             eph: fix.eph, epx: fix.epx, epy: fix.epy, epv: fix.epv, speed: fix.speed, eps: fix.eps,
-            track: fix.track, epd: fix.epd, climb: fix.climb, device: device.isEmpty ? nil : device)
+            track: fix.track, epd: fix.epd, climb: fix.climb, device: device.isEmpty ? nil : device,
+            status: statusText == nil ? Int(cgps_fix_status(data)) : nil, statusText: statusText)
         switch checked {
         case .refused(let reason):
             return .skipped(problem(.refusedFix, reason))

@@ -19,6 +19,10 @@ package enum JSONLineValidator {
         /// The first top-level `lat` or `lon` value that is not a JSON number, as written: libgps reads it
         /// as absent, which would turn a TPV into a partial one without a word.
         package var nonNumericCoordinate: Range<Int>?
+        /// The top-level `status` value as written (a number in gpsd's TPV), whatever its type.
+        package var status: Range<Int>?
+        /// Whether the object has a top-level `satellites` member (a SKY's list of satellites in view).
+        package var listsSatellites = false
     }
 
     /// Why a line is not a JSON object.
@@ -148,6 +152,13 @@ package enum JSONLineValidator {
                 let start = index
                 try value(depth: depth)
                 members.mode = start..<index
+            } else if topLevel, matches(key, "status") {
+                let start = index
+                try value(depth: depth)
+                members.status = start..<index
+            } else if topLevel, matches(key, "satellites") {
+                members.listsSatellites = true
+                try value(depth: depth)
             } else if topLevel, matches(key, "lat") || matches(key, "lon") {
                 let start = index
                 let isNumber = bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])

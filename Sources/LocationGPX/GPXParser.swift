@@ -566,13 +566,29 @@ final class GPXParser {
                 return
             }
             current.fix = fix
-        case .satellites, .heartRate, .cadence:
+        case .fixMode:
+            let trimmed = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let mode = FixMode(rawValue: trimmed) else {
+                fail(.invalidValue, "<loc:fixMode>\(Self.quote(value))</loc:fixMode> is not 2D or 3D")
+                return
+            }
+            current.fixMode = mode
+        case .correctionStatus:
+            let trimmed = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let status = CorrectionStatus(rawValue: trimmed) else {
+                let known = CorrectionStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                fail(.invalidValue, "<loc:correctionStatus>\(Self.quote(value))</loc:correctionStatus> is not one of \(known)")
+                return
+            }
+            current.correctionStatus = status
+        case .satellites, .heartRate, .cadence, .satellitesVisible:
             guard let number = GPXNumber.parseInt(value) else {
                 fail(.invalidValue, "<\(field.name)>\(Self.quote(value))</\(field.name)> is not a whole number ≥ 0")
                 return
             }
             switch field {
             case .satellites: current.satellites = number
+            case .satellitesVisible: current.satellitesVisible = number
             case .heartRate: current.heartRate = number
             default: current.cadence = number
             }
@@ -673,7 +689,7 @@ private enum Name: UInt8 {
     case ele, time, speed, course, fix, sat, hdop, vdop, pdop, geoidheight, name, src
     case hr, cad, atemp, wtemp, depth
     case horizontalAccuracy, verticalAccuracy, speedAccuracy, courseAccuracy, climb, ellipsoidalAltitude
-    case simulated
+    case simulated, fixMode, correctionStatus, satellitesVisible
 
     var isPoint: Bool { self == .trkpt || self == .rtept || self == .wpt }
 
@@ -686,14 +702,15 @@ private enum Name: UInt8 {
         case 0x63:  // c
             self =
                 equals(p, "course") ? .course : equals(p, "cad") ? .cad
-                : equals(p, "climb") ? .climb : equals(p, "courseAccuracy") ? .courseAccuracy : .other
+                : equals(p, "climb") ? .climb : equals(p, "courseAccuracy") ? .courseAccuracy
+                : equals(p, "correctionStatus") ? .correctionStatus : .other
         case 0x64:  // d
             self = equals(p, "depth") ? .depth : .other
         case 0x65:  // e
             self =
                 equals(p, "ele") ? .ele : equals(p, "ellipsoidalAltitude") ? .ellipsoidalAltitude : .other
         case 0x66:  // f
-            self = equals(p, "fix") ? .fix : .other
+            self = equals(p, "fix") ? .fix : equals(p, "fixMode") ? .fixMode : .other
         case 0x67:  // g
             self = equals(p, "gpx") ? .gpx : equals(p, "geoidheight") ? .geoidheight : .other
         case 0x68:  // h
@@ -709,7 +726,8 @@ private enum Name: UInt8 {
         case 0x73:  // s
             self =
                 equals(p, "speed") ? .speed : equals(p, "sat") ? .sat : equals(p, "src") ? .src
-                : equals(p, "speedAccuracy") ? .speedAccuracy : equals(p, "simulated") ? .simulated : .other
+                : equals(p, "speedAccuracy") ? .speedAccuracy : equals(p, "simulated") ? .simulated
+                : equals(p, "satellitesVisible") ? .satellitesVisible : .other
         case 0x74:  // t
             self =
                 equals(p, "trkpt") ? .trkpt : equals(p, "time") ? .time : equals(p, "trkseg") ? .trkseg
@@ -730,7 +748,7 @@ private enum Field: UInt8 {
     case elevation, time, speed, course, fix, satellites, hdop, vdop, pdop, geoidHeight, name, source
     case heartRate, cadence, airTemperature, waterTemperature, depth
     case horizontalAccuracy, verticalAccuracy, speedAccuracy, courseAccuracy, climb, ellipsoidalAltitude
-    case simulated
+    case simulated, fixMode, correctionStatus, satellitesVisible
 
     init(gpx name: Name) {
         switch name {
@@ -774,6 +792,9 @@ private enum Field: UInt8 {
         case .climb: self = .climb
         case .ellipsoidalAltitude: self = .ellipsoidalAltitude
         case .simulated: self = .simulated
+        case .fixMode: self = .fixMode
+        case .correctionStatus: self = .correctionStatus
+        case .satellitesVisible: self = .satellitesVisible
         default: self = .none
         }
     }

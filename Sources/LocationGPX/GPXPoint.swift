@@ -95,6 +95,13 @@ public struct GPXPoint: Sendable, Hashable {
     public var ellipsoidalAltitude: Double?
     /// `<loc:simulated>true</loc:simulated>`: the fix came from a simulation or replay.
     public var isSimulated: Bool
+    /// `<loc:fixMode>` (`2D` or `3D`): the dimension of a fix whose `<fix>` is `dgps` or `pps`.
+    public var fixMode: FixMode?
+    /// `<loc:correctionStatus>`: how the fix was corrected, when `<fix>` cannot say it (RTK, dead
+    /// reckoning, plain GPS stated as such...).
+    public var correctionStatus: CorrectionStatus?
+    /// `<loc:satellitesVisible>`: satellites in view, used or not.
+    public var satellitesVisible: Int?
 
     /// Garmin TrackPointExtension `<hr>`: heart rate in beats per minute.
     public var heartRate: Int?
@@ -129,8 +136,10 @@ public struct GPXPoint: Sendable, Hashable {
     /// The point as a `Location`.
     ///
     /// `altitude` is `<ele>`; `ellipsoidalAltitude` is `<loc:ellipsoidalAltitude>`, or else
-    /// `<ele>` + `<geoidheight>` when both are present; `fixMode` comes from `<fix>` (`2d`, `3d`; other
-    /// values give `nil`); `satellitesUsed` from `<sat>`; `source` from `<src>`. Dilutions of precision are
+    /// `<ele>` + `<geoidheight>` when both are present; `fixMode` is `<loc:fixMode>`, else comes from `<fix>`
+    /// (`2d`, `3d`; other values give `nil`); `correctionStatus` is `<loc:correctionStatus>`, else `dgps`
+    /// or `precisePositioning` from `<fix>` `dgps` or `pps` (else `nil`); `satellitesUsed` from `<sat>`;
+    /// `satellitesVisible` from `<loc:satellitesVisible>`; `source` from `<src>`. Dilutions of precision are
     /// not accuracies and are not turned into them.
     ///
     /// - Parameter timestamp: used when the point has no `<time>`; `nil` makes an untimed point an error.
@@ -150,16 +159,55 @@ public struct GPXPoint: Sendable, Hashable {
         var ellipsoidal = ellipsoidalAltitude
         if ellipsoidal == nil, let elevation, let geoidHeight { ellipsoidal = elevation + geoidHeight }
         let mode: FixMode? =
-            switch fix {
-            case .twoDimensional: .twoDimensional
-            case .threeDimensional: .threeDimensional
-            default: nil
-            }
+            fixMode
+            ?? {
+                switch fix {
+                case .twoDimensional: .twoDimensional
+                case .threeDimensional: .threeDimensional
+                default: nil
+                }
+            }()
+        let correction = correctionStatus ?? fix?.correction
         return Location(
             latitude: latitude, longitude: longitude, altitude: elevation, ellipsoidalAltitude: ellipsoidal,
             horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, speed: speed,
             speedAccuracy: speedAccuracy, course: course, courseAccuracy: courseAccuracy, climb: climb,
-            timestamp: timestamp, fixMode: mode, satellitesUsed: satellites, source: sourceName,
+            timestamp: timestamp, fixMode: mode, correctionStatus: correction, satellitesUsed: satellites,
+            satellitesVisible: satellitesVisible, source: sourceName,
             isSimulated: isSimulated, hdop: hdop, vdop: vdop, pdop: pdop)
+    }
+}
+
+extension GPXPoint.Fix {
+    /// The `<fix>` value ``GPXWriter`` writes for a location: `dgps` for a differential or RTK fix, `pps` for
+    /// a P(Y) fix, else `2d` or `3d` from its fix mode; `nil` when the location says neither.
+    init?(_ location: Location) {
+        if let status = location.correctionStatus, let fix = Self(correction: status) {
+            self = fix
+            return
+        }
+        switch location.fixMode {
+        case .twoDimensional: self = .twoDimensional
+        case .threeDimensional: self = .threeDimensional
+        case nil: return nil
+        }
+    }
+
+    /// The correction status this `<fix>` value states: `dgps` and `pps` do, the others do not.
+    var correction: CorrectionStatus? {
+        switch self {
+        case .dgps: .dgps
+        case .pps: .precisePositioning
+        case .none, .twoDimensional, .threeDimensional: nil
+        }
+    }
+
+    /// The `<fix>` value that says a correction status, if GPX has one: `dgps` for DGPS and RTK, `pps` for P(Y).
+    init?(correction: CorrectionStatus) {
+        switch correction {
+        case .dgps, .rtkFixed, .rtkFloat: self = .dgps
+        case .precisePositioning: self = .pps
+        default: return nil
+        }
     }
 }

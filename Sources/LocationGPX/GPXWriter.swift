@@ -132,11 +132,10 @@ public final class GPXWriter {
             appendEscaped(source)
             append("</src>\n")
         }
-        switch location.fixMode {
-        case .twoDimensional: append("        <fix>2d</fix>\n")
-        case .threeDimensional: append("        <fix>3d</fix>\n")
-        case nil: break
-        }
+        // <fix> holds one of none, 2d, 3d, dgps, pps: a differential or P(Y) fix is written as such (RTK is
+        // differential too), else the dimension. What <fix> cannot say goes into loc: (see LocationExtension).
+        let fix = GPXPoint.Fix(location)
+        if let fix { append("        <fix>\(fix.rawValue)</fix>\n") }
         if let satellites = location.satellitesUsed, satellites >= 0 {
             append("        <sat>")
             GPXNumber.appendInt(satellites, to: &buffer)
@@ -153,12 +152,27 @@ public final class GPXWriter {
             ("climb", location.climb), ("ellipsoidalAltitude", location.ellipsoidalAltitude),
         ]
         let present = extensions.filter { $0.1?.isFinite == true }
-        if !present.isEmpty || location.isSimulated {
+        // Only what <fix> did not already say exactly.
+        let correction = location.correctionStatus.flatMap { $0 == fix?.correction ? nil : $0 }
+        let mode = fix == .dgps || fix == .pps ? location.fixMode : nil
+        let visible = location.satellitesVisible.flatMap { $0 >= 0 ? $0 : nil }
+        if !present.isEmpty || location.isSimulated || correction != nil || mode != nil || visible != nil {
             append("        <extensions>\n")
             for (name, value) in present {
                 append("          <\(GPXNamespace.locationPrefix):\(name)>")
                 GPXNumber.appendDecimal(value!, to: &buffer)
                 append("</\(GPXNamespace.locationPrefix):\(name)>\n")
+            }
+            if let mode {
+                append("          <\(GPXNamespace.locationPrefix):fixMode>\(mode.rawValue)</\(GPXNamespace.locationPrefix):fixMode>\n")
+            }
+            if let correction {
+                append("          <\(GPXNamespace.locationPrefix):correctionStatus>\(correction.rawValue)</\(GPXNamespace.locationPrefix):correctionStatus>\n")
+            }
+            if let visible {
+                append("          <\(GPXNamespace.locationPrefix):satellitesVisible>")
+                GPXNumber.appendInt(visible, to: &buffer)
+                append("</\(GPXNamespace.locationPrefix):satellitesVisible>\n")
             }
             if location.isSimulated {
                 append("          <\(GPXNamespace.locationPrefix):simulated>true</\(GPXNamespace.locationPrefix):simulated>\n")

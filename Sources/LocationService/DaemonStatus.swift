@@ -15,6 +15,10 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var sourceStatus: LocationSourceStatus
     /// The source's last error (gpsd unreachable, a replay file damaged further on), if any since start.
     public var sourceProblem: String?
+    /// While the source is down (``sourceStatus`` `unavailable`): since when, as an RFC 3339 UTC time.
+    public var sourceDownSince: String?
+    /// While the source is down: its own reason (its last `source-unavailable` or `source-failed` error).
+    public var sourceDownReason: String?
     /// The last fix, if any.
     public var lastFix: Location?
     /// Seconds since the last fix arrived at the daemon, if any.
@@ -41,9 +45,11 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy, source: String,
         sourceStatus: LocationSourceStatus, lastFix: Location?, lastFixAge: Double?, held: Int, unjournaled: Int = 0,
         dropped: Int, journal: String?, watchers: Int, uptime: Double, journalProblem: String? = nil,
-        sourceProblem: String? = nil
+        sourceProblem: String? = nil, sourceDownSince: String? = nil, sourceDownReason: String? = nil
     ) {
         self.sourceProblem = sourceProblem
+        self.sourceDownSince = sourceDownSince
+        self.sourceDownReason = sourceDownReason
         self.state = state
         self.executingInBackground = executingInBackground
         self.policy = policy
@@ -60,6 +66,15 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         self.uptime = uptime
     }
 
+    /// The source, its status, and why it is down (since when) or its last problem.
+    private var sourceLine: String {
+        var line = "\(source) (\(sourceStatus.rawValue)" + (sourceDownSince.map { " since \($0)" } ?? "") + ")"
+        // The reason it is down, unless the last problem (which follows) already says it.
+        if let sourceDownReason, sourceProblem?.hasSuffix(sourceDownReason) != true { line += ": \(sourceDownReason)" }
+        if let sourceProblem { line += "; last problem: \(sourceProblem)" }
+        return line
+    }
+
     /// Aligned `label: value` lines for people.
     public var text: String {
         let fix: String
@@ -71,7 +86,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
         let rows: [(String, String)] = [
             ("state", state.rawValue + (executingInBackground ? " (executing in background)" : "")),
             ("policy", policy.rawValue),
-            ("source", "\(source) (\(sourceStatus.rawValue))" + (sourceProblem.map { "; last problem: \($0)" } ?? "")),
+            ("source", sourceLine),
             ("last fix", fix),
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
             ("dropped", "\(dropped)"),

@@ -8,6 +8,8 @@ import LocationCore
 /// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}`
 /// - `{"type":"batch","count":N,"reason":"foreground"}`
 /// - `{"type":"error","code":"...","message":"..."}`
+/// - `{"type":"source","status":"no-fix","satellitesVisible":7}` (the count only when known),
+///   `{"type":"source","status":"has-fix"}`
 public enum JSONLineEncoder {
     /// The event as one line, ending in `\n`.
     public static func line(_ event: ServiceEvent) -> [UInt8] {
@@ -44,6 +46,15 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: error.code.rawValue.utf8)
             bytes.append(contentsOf: #"","message":"#.utf8)
             appendString(error.message, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
+        case .source(let status, let satellites):
+            bytes.append(contentsOf: #"{"type":"source","status":""#.utf8)
+            bytes.append(contentsOf: status.rawValue.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            if let satellites {
+                bytes.append(contentsOf: #","satellitesVisible":"#.utf8)
+                bytes.append(contentsOf: String(satellites).utf8)
+            }
             bytes.append(contentsOf: "}\n".utf8)
         }
     }
@@ -88,8 +99,17 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: mode.rawValue.utf8)
             bytes.append(UInt8(ascii: "\""))
         }
+        if let status = location.correctionStatus {
+            bytes.append(contentsOf: #","correctionStatus":""#.utf8)
+            bytes.append(contentsOf: status.rawValue.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
         if let satellites = location.satellitesUsed {
             bytes.append(contentsOf: #","satellitesUsed":"#.utf8)
+            bytes.append(contentsOf: String(satellites).utf8)
+        }
+        if let satellites = location.satellitesVisible {
+            bytes.append(contentsOf: #","satellitesVisible":"#.utf8)
             bytes.append(contentsOf: String(satellites).utf8)
         }
         if let source = location.source {

@@ -10,6 +10,11 @@ public enum ServiceEvent: Sendable, Hashable {
     case batch(count: Int, reason: String)
     /// Something went wrong.
     case error(LocationError)
+    /// The receiver's fix state, for a person watching: `noFix` while it waits for a fix (with the
+    /// satellites it sees, when known; repeated when that count changes), then `hasFix` when the fix comes.
+    /// ``ServiceEventRecorder`` reports `hasFix` only after a `noFix`, so a source that has a fix from the
+    /// start (a replay) adds no line.
+    case source(LocationSourceStatus, satellitesVisible: Int?)
 
     /// The accuracy policy that goes with a lifecycle state.
     public static func policy(for state: ApplicationState) -> AccuracyPolicy {

@@ -10,6 +10,8 @@ public enum ServiceEventDecoder {
         var reason: String?
         var code: String?
         var message: String?
+        var status: String?
+        var satellitesVisible: Int?
     }
 
     /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event.
@@ -39,6 +41,13 @@ public enum ServiceEventDecoder {
             // Codes this build does not know keep their text in the message.
             let text = header.code.map { LocationError.Code(rawValue: $0) == nil ? "\($0): \(message)" : message } ?? message
             return .error(LocationError(code, text))
+        case "source":
+            guard let status = header.status.flatMap(LocationSourceStatus.init(rawValue:)),
+                (header.satellitesVisible ?? 0) >= 0
+            else {
+                throw LocationError(.invalidData, "bad source event: \(preview(line))")
+            }
+            return .source(status, satellitesVisible: header.satellitesVisible)
         default:
             throw LocationError(.invalidData, "unknown event type '\(header.type)': \(preview(line))")
         }

@@ -8,6 +8,8 @@ public final class ServiceEventRecorder: LocationManagerDelegate {
     private let emit: @Sendable (ServiceEvent) -> Void
     private let statusChanged: @Sendable (LocationSourceStatus) -> Void
     private let errors = Locked<(last: LocationError?, sourceFailure: LocationError?)>((nil, nil))
+    /// Whether a "waiting for a fix" event was emitted and no fix has come since; the satellites in view.
+    private let waiting = Locked<(isWaiting: Bool, satellites: Int?)>((false, nil))
 
     /// Starts recording the application's lifecycle; set the recorder as the manager's delegate too.
     public init(
@@ -54,6 +56,29 @@ public final class ServiceEventRecorder: LocationManagerDelegate {
     public func locationManager(_ manager: LocationManager, didChangeSourceStatus status: LocationSourceStatus) {
         // The manager reports a source's fatal error just before the source becomes unavailable.
         if status == .unavailable { errors.withLock { $0.sourceFailure = $0.sourceFailure ?? $0.last } }
+        let event = waiting.withLock { waiting -> ServiceEvent? in
+            switch status {
+            case .noFix:
+                waiting.isWaiting = true
+                return .source(.noFix, satellitesVisible: waiting.satellites)
+            case .hasFix:
+                defer { waiting = (false, nil) }
+                return waiting.isWaiting ? .source(.hasFix, satellitesVisible: nil) : nil
+            default:
+                waiting = (false, nil)
+                return nil
+            }
+        }
+        if let event { emit(event) }
         statusChanged(status)
+    }
+
+    public func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int) {
+        let event = waiting.withLock { waiting -> ServiceEvent? in
+            guard waiting.satellites != count else { return nil }
+            waiting.satellites = count
+            return waiting.isWaiting ? .source(.noFix, satellitesVisible: count) : nil
+        }
+        if let event { emit(event) }
     }
 }

@@ -4,10 +4,12 @@ import LocationCore
 /// Formats ``ServiceEvent``s for people: one aligned line each, with units.
 ///
 /// ```
-/// 2024-05-01T06:00:00Z    52.520008 N   13.404954 E   alt   34.2 m  ±4.5 m      1.4 m/s   45.0°  3D  9 sats
+/// 2024-05-01T06:00:00Z    52.520008 N   13.404954 E   alt   34.2 m  ±4.5 m      1.4 m/s   45.0°  3D  DGPS   9/14 sats
 /// ── state: background (executing in background, reduced accuracy)
 /// ── batch: 12 held fixes delivered (foreground)
 /// !! no-fix: no fix from gpsd localhost:2947 within 30 s
+/// ── waiting for a fix (7 satellites seen)
+/// ── fix acquired
 /// ```
 public enum TextEventFormatter {
     /// The event as one line, without a line break.
@@ -23,6 +25,13 @@ public enum TextEventFormatter {
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
+        case .source(.noFix, let satellites):
+            let seen = satellites.map { " (\($0) \($0 == 1 ? "satellite" : "satellites") seen)" } ?? ""
+            return "── waiting for a fix" + seen
+        case .source(.hasFix, _):
+            return "── fix acquired"
+        case .source(let status, _):
+            return "── source: \(status.rawValue)"
         }
     }
 
@@ -37,9 +46,30 @@ public enum TextEventFormatter {
         parts.append(location.speed.map { pad(fixed($0, 1), 7) + " m/s" } ?? pad("– m/s", 11))
         parts.append(location.course.map { pad(fixed($0, 1) + "°", 7) } ?? pad("–", 7))
         parts.append(location.fixMode?.rawValue ?? "  ")
-        if let satellites = location.satellitesUsed { parts.append(pad(String(satellites), 2) + " sats") }
+        if let status = location.correctionStatus { parts.append(label(status)) }
+        switch (location.satellitesUsed, location.satellitesVisible) {
+        case (let used?, let visible?): parts.append(pad(String(used), 2) + "/" + String(visible) + " sats")
+        case (let used?, nil): parts.append(pad(String(used), 2) + " sats")
+        case (nil, let visible?): parts.append(" –/" + String(visible) + " sats")
+        case (nil, nil): break
+        }
         if location.isSimulated { parts.append("(simulated)") }
         return parts.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The correction status as a GPS user writes it.
+    public static func label(_ status: CorrectionStatus) -> String {
+        switch status {
+        case .gps: "GPS"
+        case .dgps: "DGPS"
+        case .rtkFixed: "RTK fixed"
+        case .rtkFloat: "RTK float"
+        case .deadReckoning: "DR"
+        case .gnssDeadReckoning: "GNSS+DR"
+        case .timeOnly: "time only"
+        case .simulated: "simulated fix"
+        case .precisePositioning: "P(Y)"
+        }
     }
 
     private static func coordinate(_ value: Double, positive: String, negative: String) -> String {

@@ -14,6 +14,8 @@ public final class RecordingDelegate: LocationManagerDelegate {
         case status(LocationSourceStatus)
         /// `didDropHeldLocations`.
         case dropped(Int)
+        /// `didUpdateSatellitesInView`.
+        case satellitesInView(Int)
     }
 
     private let recorded = Locked<[Call]>([])
@@ -68,6 +70,10 @@ public final class RecordingDelegate: LocationManagerDelegate {
 
     public func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int) {
         recorded.withLock { $0.append(.dropped(count)) }
+    }
+
+    public func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int) {
+        recorded.withLock { $0.append(.satellitesInView(count)) }
     }
 }
 

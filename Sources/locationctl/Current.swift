@@ -12,8 +12,8 @@ struct Current: AsyncParsableCommand {
         discussion: """
             Asks locationd on its control socket when it answers (--socket, or the default socket), \
             otherwise gpsd directly (--gpsd, default localhost:2947). Exits 69 when neither can be \
-            reached, 77 when --socket names another user's socket, and 75 when no fix arrives within \
-            --timeout.
+            reached, or at once with the daemon's reason when locationd answers that its source is down; \
+            77 when --socket names another user's socket, and 75 when no fix arrives within --timeout.
             """)
 
     @Option(help: ArgumentHelp("Ask gpsd at this address directly.", valueName: "HOST[:PORT]"))

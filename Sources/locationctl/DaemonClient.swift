@@ -12,6 +12,8 @@ enum DaemonClient {
     static func failure(_ error: ControlError, socket: String) -> CommandFailure {
         switch error.code.rawValue {
         case "no-fix": .noFix(error.message)
+        // The daemon answered: its source (gpsd, a replay file) is down, and the message says why.
+        case "source-unavailable", "source-failed": .unavailable("locationd at \(socket): \(error.message)")
         case "invalid-transition", "bad-request", "unknown-command": .usage(error.message)
         case ControlError.Code.untrustedPeer.rawValue: .noPermission(error.message)
         case ControlError.Code.permissionDenied.rawValue:
@@ -27,29 +29,38 @@ enum DaemonClient {
 
     /// Sends one request and returns the reply, on a thread of its own (the client blocks).
     static func request(_ request: ControlRequest, socket: String) async throws -> ControlResponse {
-        let result: Result<ControlResponse, ControlError> = await withCheckedContinuation { continuation in
+        switch await send(request, socket: socket) {
+        case .success(let response): return response
+        case .failure(let error): throw failure(error, socket: socket)
+        }
+    }
+
+    /// Sends one request on a thread of its own and returns the reply or the error as it is.
+    private static func send(_ request: ControlRequest, socket: String) async -> Result<ControlResponse, ControlError> {
+        await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(returning: Result { () throws(ControlError) in
                     try ControlClient.request(request, path: socket)
                 })
             }
         }
-        switch result {
-        case .success(let response): return response
-        case .failure(let error): throw failure(error, socket: socket)
-        }
     }
 
     /// One position from the daemon; `nil` when the daemon cannot be reached or used by this user and the socket
     /// was not asked for explicitly.
     static func current(socket: String, timeout: Double, accuracy: Double?, required: Bool) async throws -> Location? {
-        do {
-            let response = try await request(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket)
+        switch await send(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket) {
+        case .success(let response):
             do throws(ControlError) { return try response.decode(Location.self, forKey: "location") } catch {
                 throw CommandFailure.badData("locationd at \(socket): \(error.message)")
             }
-        } catch let failure as CommandFailure where (failure.exitCode == 69 || failure.exitCode == 77) && !required {
-            return nil
+        case .failure(let error):
+            let failure = failure(error, socket: socket)
+            // A daemon that answered that its source is down has the answer (69 and its reason); only a
+            // daemon that cannot be reached or used is passed over for gpsd when no socket was named.
+            let daemonAnswered = error.code.rawValue == "source-unavailable" || error.code.rawValue == "source-failed"
+            if (failure.exitCode == 69 || failure.exitCode == 77), !required, !daemonAnswered { return nil }
+            throw failure
         }
     }
 

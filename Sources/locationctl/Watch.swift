@@ -150,6 +150,10 @@ final class WatchLimits: Sendable {
                 if let count, state.locations >= count { return (false, nil) }
                 state.locations += 1
                 return (true, state.locations == count ? .done : nil)
+            case .source:
+                // The receiver answered: the source is reachable.
+                state.sawData = true
+                return (true, nil)
             case .error(let error) where !state.sawData && error.code == .sourceUnavailable:
                 state.firstError = state.firstError ?? error
                 return (false, .unreachable)

@@ -18,24 +18,35 @@ final class LocationDaemon: Service, Sendable {
     private let sourceProblem = Locked<String?>(nil)
     /// What was cut off a damaged journal at start, for `status`.
     private let journalProblem = Locked<String?>(nil)
+    /// Whether the source is down, since when and why: `current` answers at once while it is.
+    private let sourceOutage = Locked(SourceOutageTracker())
+    /// The wall clock, for the time an outage began.
+    private let now: @Sendable () -> Date
     private let logger: Logger
     private let startedAt = ContinuousClock.now
     /// A fix that arrived this recently is answered to `current` at once.
     private static let freshFixAge: Duration = .seconds(2)
 
     init(
-        source: any LocationSource, settings: ServiceConfiguration, explicitState: ApplicationState?, logger: Logger
+        source: any LocationSource, settings: ServiceConfiguration, explicitState: ApplicationState?, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws(CommandFailure) {
         self.settings = settings
+        self.now = now
         self.logger = logger
         let application = Application(configuration: settings.applicationConfiguration)
         self.application = application
         let server = self.server
         let journalProblem = self.journalProblem
-        let recorder = ServiceEventRecorder(application: application) { event in
+        let sourceOutage = self.sourceOutage
+        let recorder = ServiceEventRecorder(
+            application: application,
+            statusChanged: { status in sourceOutage.withLock { $0.status(status, at: now()) } }
+        ) { event in
             if case .error(let error) = event, error.code == .journalCorrupt || error.code == .journalIO {
                 journalProblem.withLock { $0 = error.message }
             }
+            if case .error(let error) = event { sourceOutage.withLock { $0.error(error) } }
             _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
         }
         self.recorder = recorder
@@ -45,7 +56,7 @@ final class LocationDaemon: Service, Sendable {
             switch event {
             case .location(let location): lastFix.withLock { $0 = (location, .now) }
             case .error(let error): sourceProblem.withLock { $0 = error.description }
-            case .status: break
+            case .status, .satellitesInView: break
             }
         }
         let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
@@ -119,6 +130,18 @@ final class LocationDaemon: Service, Sendable {
     func handle(_ request: ControlRequest) async -> ControlReply {
         switch request {
         case .current(let timeout, let accuracy):
+            // A source that is down answers at once with its own reason, rather than after the timeout.
+            if let outage = sourceOutage.value.outage {
+                return .failure(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))
+            }
+            // A replay that has ended keeps its last fix: asking the manager would start it again from
+            // its first point.
+            if manager.sourceStatus == .ended {
+                guard let (location, _) = lastFix.value else {
+                    return .failure(LocationError(.noFix, "\(manager.source.name) ended before any fix"))
+                }
+                return .location(location)
+            }
             if let (location, arrived) = lastFix.value, ContinuousClock.now - arrived <= Self.freshFixAge,
                 AcquisitionSelector.meets(location, accuracy)
             {
@@ -153,6 +176,7 @@ final class LocationDaemon: Service, Sendable {
     private func currentStatus() -> DaemonStatus {
         let fix = lastFix.value
         let state = application.applicationState
+        let outage = sourceOutage.value.outage
         return DaemonStatus(
             state: state, executingInBackground: application.executingInBackground,
             policy: ServiceEvent.policy(for: state), source: manager.source.name, sourceStatus: manager.sourceStatus,
@@ -160,6 +184,7 @@ final class LocationDaemon: Service, Sendable {
             held: manager.heldCount, unjournaled: manager.unjournaledCount, dropped: manager.droppedCount,
             journal: manager.journalPath,
             watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
-            journalProblem: journalProblem.value, sourceProblem: sourceProblem.value)
+            journalProblem: journalProblem.value, sourceProblem: sourceProblem.value,
+            sourceDownSince: outage.map { RFC3339.string(from: $0.since) }, sourceDownReason: outage?.reason?.message)
     }
 }

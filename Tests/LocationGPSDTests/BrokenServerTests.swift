@@ -352,6 +352,8 @@ struct BrokenServerTests {
                     tally.errors.append(error)
                 case .status(let status):
                     if status == .unavailable { tally.unavailable = true }
+                case .satellitesInView:
+                    break
                 }
             }
         }

@@ -247,7 +247,7 @@ struct DaemonCrashTests {
                 } else {
                     unbatched += 1
                 }
-            case .state, .error:
+            case .state, .error, .source:
                 break
             }
         }
