@@ -14,8 +14,18 @@ public enum ServiceEventDecoder {
         var satellitesVisible: Int?
     }
 
-    /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event.
+    /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event,
+    /// or an event of a type this build does not know.
     public static func event(_ line: [UInt8]) throws(LocationError) -> ServiceEvent {
+        guard let event = try eventIfKnown(line) else {
+            throw LocationError(.invalidData, "unknown event type: \(preview(line))")
+        }
+        return event
+    }
+
+    /// Decodes one line, or returns `nil` for a well-formed event of a type this build does not know (a
+    /// newer daemon's), which a watcher skips; throws for a line that is not an event or a malformed one.
+    public static func eventIfKnown(_ line: [UInt8]) throws(LocationError) -> ServiceEvent? {
         let data = Data(line)
         let decoder = JSONDecoder()
         let header: Header
@@ -49,7 +59,7 @@ public enum ServiceEventDecoder {
             }
             return .source(status, satellitesVisible: header.satellitesVisible)
         default:
-            throw LocationError(.invalidData, "unknown event type '\(header.type)': \(preview(line))")
+            return nil
         }
     }
 

@@ -81,7 +81,8 @@ enum DaemonClient {
             do {
                 for try await line in lines {
                     do throws(LocationError) {
-                        let event = try ServiceEventDecoder.event(line)
+                        // An event type a newer daemon sends is skipped, not an end to watching.
+                        guard let event = try ServiceEventDecoder.eventIfKnown(line) else { continue }
                         limits.handle(event) { writer.write($0) }
                     } catch {
                         problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }

@@ -145,8 +145,13 @@ struct ServiceLayerTests {
             == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}"# + "\n")
         #expect(String(decoding: JSONLineEncoder.line(.batch(count: 3, reason: "foreground")), as: UTF8.self)
             == #"{"type":"batch","count":3,"reason":"foreground"}"# + "\n")
-        #expect(throws: LocationError(.invalidData, #"unknown event type 'weather': {"type":"weather"}"#)) {
+        #expect(throws: LocationError(.invalidData, #"unknown event type: {"type":"weather"}"#)) {
             try ServiceEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
+        }
+        // A watcher skips an event type a newer daemon sends, rather than ending.
+        #expect(try ServiceEventDecoder.eventIfKnown(Array(#"{"type":"weather","sky":"clear"}"#.utf8)) == nil)
+        #expect(throws: LocationError(.invalidData, #"not an event line: {"kind":"weather"}"#)) {
+            try ServiceEventDecoder.eventIfKnown(Array(#"{"kind":"weather"}"#.utf8))
         }
     }
 }
