@@ -48,8 +48,10 @@ struct EpochMerger: Sendable {
     private let systemNow: @Sendable () -> Date
     private var pending: Pending?
     /// The last epoch delivered on this connection and when its latest TPV came, for late TPVs.
-    private var lastFinished: (time: GPSDTime, arrival: Duration)?
+    private var lastFinished: (time: GPSDTime, arrival: Duration, latitude: Double, longitude: Double)?
     private var fixState = FixState.unknown
+    /// Whether a stuck receiver clock was reported (again once the clock moves and sticks anew).
+    private var clockStuckReported = false
     private var satellitesUsed: Int?
     private var dilution: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
     private var satelliteView = SatelliteView()
@@ -150,12 +152,30 @@ struct EpochMerger: Sendable {
             if time < current.time, current.time.offset(from: time) <= ReceiverTimeline.backwardSlack { return events }
             events += flush()
         } else if memory.timeline.isRepeat(time) {
-            // The epoch just delivered had one more TPV than its pattern said: wait for it next time.
-            if let last = lastFinished, last.time == time, arrival - last.arrival < .seconds(1) {
+            guard let last = lastFinished, last.time == time else { return events }
+            if arrival - last.arrival < .seconds(1) {
+                // The epoch just delivered had one more TPV than its pattern said: wait for it next time.
                 memory.pattern.lateReport(for: time, gap: arrival - last.arrival)
+                return events
             }
+            // The same fix time a second or more later at another position: the receiver's clock is stuck,
+            // not a report late. Its fixes are still delivered (with that time), so the source is never
+            // silenced by it. The same position again is a stale repeat, dropped as before.
+            guard let latitude = fix.latitude, let longitude = fix.longitude,
+                latitude != last.latitude || longitude != last.longitude
+            else { return events }
+            if !clockStuckReported {
+                clockStuckReported = true
+                let device = fix.device ?? fallbackSource ?? "the receiver"
+                events.append(.error(LocationError(
+                    .invalidData,
+                    "\(device)'s clock is stuck at \(time): its fixes keep that time; they are delivered as they come")))
+            }
+            lastFinished = (time, arrival, latitude, longitude)
+            events.append(.location(location(from: fix, time: time, latitude: latitude, longitude: longitude)))
             return events
         }
+        clockStuckReported = false
         if fixState != .hasFix {
             fixState = .hasFix
             satelliteView.gotFix()
@@ -172,7 +192,7 @@ struct EpochMerger: Sendable {
         pending = nil
         guard let latitude = current.fix.latitude, let longitude = current.fix.longitude else { return [] }
         memory.pattern.finished(time: current.time, reports: current.reports, widestGap: current.widestGap)
-        lastFinished = (current.time, current.lastArrival)
+        lastFinished = (current.time, current.lastArrival, latitude, longitude)
         let location = location(from: current.fix, time: current.time, latitude: latitude, longitude: longitude)
         let verdict = memory.timeline.judge(.init(time: current.time, arrival: current.lastArrival, location: location))
         if let jump = verdict.jump { memory.pattern.realign(allButNewest: jump.epochs, by: jump.seconds) }

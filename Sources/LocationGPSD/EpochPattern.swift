@@ -9,7 +9,7 @@
 /// - an epoch is **complete** once it has as many TPVs as the most any recent epoch had (the window is
 ///   the last 8 epochs or the last 4 s of fix time, whichever holds more), after at least 2 s of history;
 /// - an epoch with fewer is held at most ``settle(fallback:)`` after its last TPV: three times the widest
-///   gap seen between two TPVs of one recent epoch, at least 20 ms, never more than the configured bound;
+///   gap seen between two TPVs of one recent epoch, at least 20 ms, at most 1 s;
 /// - a TPV that arrives for an epoch already delivered (the pattern grew) is counted into that epoch, so
 ///   the next epochs wait for it.
 ///
@@ -29,6 +29,8 @@ struct EpochPattern: Sendable {
     static let windowSeconds: Int64 = 4
     /// The least wait for a further TPV when the pattern says one may come.
     static let shortestSettle = Duration.milliseconds(20)
+    /// The most a known pattern makes an epoch wait for a further TPV.
+    static let longestSettle = Duration.seconds(1)
 
     private var history: [Epoch] = []
     /// How many TPVs arrived late, after their epoch had been delivered as complete.
@@ -47,10 +49,13 @@ struct EpochPattern: Sendable {
         return window.map(\.reports).max()
     }
 
-    /// How long to wait after an epoch's latest TPV for another, when it has fewer than expected.
+    /// How long to wait after an epoch's latest TPV for another, when it has fewer than expected: three
+    /// times the widest gap seen (at most ``longestSettle``) once the pattern is known, else `fallback`.
+    /// The configured fallback does not cut the learned wait short: a wait shorter than the gaps the
+    /// receiver really has would deliver every epoch without its last report.
     func settle(fallback: Duration) -> Duration {
         guard expectedReports != nil, let widest = window.compactMap(\.widestGap).max() else { return fallback }
-        return min(fallback, max(Self.shortestSettle, widest * 3))
+        return min(Self.longestSettle, max(Self.shortestSettle, widest * 3))
     }
 
     /// Moves every epoch but the newest `kept` by `seconds` (the receiver's clock jumped by that much and

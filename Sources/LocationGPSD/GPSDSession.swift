@@ -131,7 +131,7 @@ struct GPSDSession: ~Copyable {
         if isTPV, set & CGPS_MODE_SET == 0 {
             // Valid JSON that libgps cannot unpack (a string where a number belongs, spacing its parser
             // does not expect): said once, not dropped without a word.
-            return .skipped(problem(.unreadableTPV, "libgps could not read it"))
+            return .skipped(problem(.unreadableTPV, "libgps could not read"))
         }
         if set & CGPS_MODE_SET != 0 {
             // libgps turns an impossible date (month 13) into a real one: check gpsd's own text.

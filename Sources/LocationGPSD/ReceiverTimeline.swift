@@ -54,6 +54,12 @@ struct ReceiverTimeline: Sendable {
     private var suspects: [Epoch] = []
     /// Whether a rollover correction was reported already.
     private var rolloverReported = false
+    /// Strays dropped since the last report of one, and when that report was (an arrival time), so that a
+    /// receiver that keeps sending them is one line a minute, not one per fix.
+    private var straysUnreported = 0
+    private var lastStrayReport: Duration?
+    /// How often repeated strays are reported.
+    static let strayReportInterval = Duration.seconds(60)
     /// The source's name for messages.
     var sourceName: String
 
@@ -93,7 +99,7 @@ struct ReceiverTimeline: Sendable {
         return LocationError(
             .clockJump,
             "\(sourceName) reports \(raw), \(weeks) weeks \(direction) the present: a GPS week-number rollover; "
-                + "its times are corrected to \(corrected) on")
+                + "its times are corrected by \(weeks) weeks (this one to \(corrected)) from now on")
     }
 
     /// Judges one finished epoch.
@@ -106,7 +112,7 @@ struct ReceiverTimeline: Sendable {
         }
         if fits(epoch, after: last) {
             if !suspects.isEmpty {
-                verdict.errors.append(strays(suspects))
+                if let report = strays(suspects, at: epoch.arrival) { verdict.errors.append(report) }
                 suspects.removeAll()
             }
             self.last = (epoch.time, epoch.arrival)
@@ -116,7 +122,7 @@ struct ReceiverTimeline: Sendable {
         if let previous = suspects.last, fits(epoch, after: (previous.time, previous.arrival)) {
             suspects.append(epoch)
         } else {
-            if !suspects.isEmpty { verdict.errors.append(strays(suspects)) }
+            if !suspects.isEmpty, let report = strays(suspects, at: epoch.arrival) { verdict.errors.append(report) }
             suspects = [epoch]
         }
         guard suspects.count >= Self.confirmations else { return verdict }
@@ -140,11 +146,19 @@ struct ReceiverTimeline: Sendable {
         return deviation <= Self.tolerance && deviation >= .zero - Self.tolerance
     }
 
-    private func strays(_ epochs: [Epoch]) -> LocationError {
+    /// The report of dropped strays: the first at once, later ones at most once per ``strayReportInterval``
+    /// with how many were dropped since; `nil` while they are only counted.
+    private mutating func strays(_ epochs: [Epoch], at arrival: Duration) -> LocationError? {
+        straysUnreported += epochs.count
+        if let reported = lastStrayReport, arrival - reported < Self.strayReportInterval { return nil }
         let times = epochs.map(\.time.description)
         let what = epochs.count == 1 ? "a fix dated \(times[0])" : "\(epochs.count) fixes dated \(times[0]) to \(times[times.count - 1])"
         let reference = last.map { ", far from the receiver's timeline at \($0.time)" } ?? ""
-        return LocationError(.invalidData, "\(sourceName) sent \(what)\(reference); dropped as a stray clock reading")
+        let earlier = straysUnreported - epochs.count
+        let since = lastStrayReport == nil || earlier == 0 ? "" : " (and \(earlier) more since the last report of one)"
+        straysUnreported = 0
+        lastStrayReport = arrival
+        return LocationError(.invalidData, "\(sourceName) sent \(what)\(reference); dropped as a stray clock reading\(since)")
     }
 
     /// How far the fix time moved beyond the time that passed, saturating for absurd times.

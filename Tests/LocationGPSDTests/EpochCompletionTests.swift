@@ -104,4 +104,40 @@ struct EpochCompletionTests {
         let flushed = Self.locations(merger.flush())
         #expect(flushed.map(\.timestamp) == [Self.time(1000).date])
     }
+
+    @Test("a settle time shorter than the gap between an epoch's TPVs: the late TPVs teach the pattern, then every epoch has both")
+    func settleShorterThanTheGapIsCorrected() {
+        let now = Date(timeIntervalSince1970: TimeInterval(Self.base))
+        var merger = EpochMerger(settle: .milliseconds(1), systemNow: { now })
+        var complete: [Location] = []
+        for second in 0..<10 {
+            let start = Duration.seconds(second)
+            var delivered = Self.locations(merger.accept(Self.tpv(second * 1000, speed: 9), at: start))
+            // The loop of the source: deliver the held epoch when its settle time has passed.
+            if let deadline = merger.settleDeadline, deadline < start + .milliseconds(80) { delivered += Self.locations(merger.flush()) }
+            delivered += Self.locations(merger.accept(Self.tpv(second * 1000, speed: 1, track: 90), at: start + .milliseconds(80)))
+            if second >= 5 { complete += delivered }
+        }
+        #expect(complete.count == 5)
+        let whole = complete.filter { $0.speed == 1 && $0.course == 90 }
+        #expect(whole.count == 5, "\(complete)")
+    }
+
+    @Test("a receiver clock stuck at one time while the fixes move: every fix is delivered, and the stuck clock said once")
+    func stuckClockNeverSilences() {
+        var merger = Self.merger()
+        var events: [LocationSourceEvent] = []
+        for second in 0..<4 { events += merger.accept(Self.tpv(second * 1000), at: .seconds(second)) }
+        for second in 4..<10 {
+            events += merger.accept(
+                .fix(GPSDFix(mode: 3, time: Self.time(3000), latitude: 51.5 + Double(second) * 1e-4, longitude: -0.1, device: "/dev/ttyACM0")),
+                at: .seconds(second))
+        }
+        let latitudes = Self.locations(events).map(\.latitude)
+        #expect(latitudes.count == 10)
+        let moving: [Double] = (4..<10).map { 51.5 + Double($0) * 1e-4 }
+        #expect(Array(latitudes.suffix(6)) == moving)
+        let errors = events.compactMap { if case .error(let error) = $0 { error } else { nil } }
+        #expect(errors.map(\.message) == ["/dev/ttyACM0's clock is stuck at 2024-05-01T06:00:03Z: its fixes keep that time; they are delivered as they come"])
+    }
 }

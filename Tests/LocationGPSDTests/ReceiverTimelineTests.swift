@@ -122,4 +122,16 @@ struct ReceiverTimelineTests {
         let verdict = timeline.judge(.init(time: high, arrival: .seconds(1), location: location))
         #expect(verdict.deliver.isEmpty)
     }
+
+    @Test("a receiver that sends a stray every other fix: one line for the first, then at most one a minute with a count")
+    func repeatedStraysAreOneLineAMinute() {
+        var merger = Self.merger()
+        var times: [Int64] = []
+        for second in Int64(0)..<120 { times.append(second % 2 == 0 ? Self.now - 96 + second : Self.now - 96 + second + 3_600) }
+        let events = Self.feed(&merger, times)
+        #expect(Self.times(events).count == 60, "every good fix is delivered")
+        let reports = Self.errors(events)
+        #expect(reports.count == 2, "\(reports.map(\.message))")
+        #expect(reports.last?.message.hasSuffix("(and 29 more since the last report of one)") == true, "\(reports.map(\.message))")
+    }
 }
