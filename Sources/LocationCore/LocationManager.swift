@@ -322,9 +322,29 @@ public final class LocationManager: Sendable {
 
     /// Stops the source and flushes the journal to disk: call before a graceful exit.
     /// Held fixes stay in the journal for the next start.
+    ///
+    /// When appends to the journal were failing (a full disk), one more attempt rewrites it with every held
+    /// fix; if that fails too, the log says how many held fixes the next start will not have.
     public func shutdown() {
         stopUpdatingLocation()
-        journal?.sync()
+        guard let journal else { return }
+        let unwritten = state.withLock { state -> (count: Int, error: LocationError)? in
+            guard state.journalFailures > 0 else { return nil }
+            do throws(LocationError) {
+                try journal.replaceContents(with: state.batch.peek())
+                state.journalFailures = 0
+                return nil
+            } catch {
+                return (max(0, state.batch.count - journal.count), error)
+            }
+        }
+        if let unwritten {
+            logger.error(
+                "\(unwritten.count) held fixes are not in journal \(journal.path) and are lost with this process: \(unwritten.error.message)")
+        } else if journal.count > 0 {
+            logger.info("journal \(journal.path) holds all \(journal.count) held fixes for the next start")
+        }
+        journal.sync()
     }
 
     // MARK: - Source events

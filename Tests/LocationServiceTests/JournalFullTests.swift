@@ -66,4 +66,37 @@ struct JournalFullTests {
         #expect(lines.components(separatedBy: "cannot append to journal").count == 2, "one log line for the failing run: \(lines)")
         #expect(!lines.contains("NSCocoaErrorDomain"))
     }
+
+    @Test("appends failed and no fix comes after room returns: a graceful stop rewrites the journal with every held fix")
+    func gracefulStopMendsTheJournal() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 200)
+        let socket = directory.file("d.sock"), journal = directory.file("held.journal")
+        let (daemon, _, log) = try Tool.start(
+            "/usr/bin/prlimit",
+            ["--fsize=4000:unlimited", Tool.path("locationd"), "--replay", track, "--speed", "100", "--reduced-interval", "1",
+             "--socket", socket, "--journal", journal, "--state", "suspended"],
+            in: directory)
+        // The track ends (no loop): then nothing more is appended.
+        var last: DaemonStatus?
+        var steady = 0
+        #expect(DaemonSignalTests.eventually {
+            let now = try? Self.status(socket, in: directory)
+            steady = now?.held == last?.held && (now?.unjournaled ?? 0) > 0 ? steady + 1 : 0
+            last = now
+            return steady >= 5
+        })
+        let held = try #require(last).held
+        let lifted = try Tool.run("/usr/bin/prlimit", ["--pid", "\(daemon.processIdentifier)", "--fsize=unlimited"], in: directory)
+        #expect(lifted.status == 0, "\(lifted.stderr)")
+        kill(daemon.processIdentifier, SIGTERM)
+        daemon.waitUntilExit()
+        #expect(daemon.terminationStatus == 0)
+        let (reader, contents) = try LocationJournal.open(path: journal)
+        reader.close()
+        #expect(contents.problem == nil)
+        #expect(contents.locations.count == held, "every held fix is in the journal for the next start")
+        let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(lines.contains("holds all \(held) held fixes for the next start"), "\(lines)")
+    }
 }
