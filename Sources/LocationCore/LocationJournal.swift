@@ -32,7 +32,7 @@ import Foundation
 /// a power cut after that. On opening, a record that is damaged (its length impossible, its checksum
 /// wrong) is skipped: the scan moves on to the next offset where a whole record with a matching checksum
 /// starts, so every good record after damage is kept; damaged bytes before good records are saved to
-/// `PATH.damaged` and the journal rewritten without them, while a cut or broken tail is reported and cut
+/// `PATH.damaged` (added to what earlier recoveries saved there) and the journal rewritten without them, while a cut or broken tail is reported and cut
 /// off. A file that is not a journal at all is moved aside to `PATH.corrupt` rather than overwritten.
 ///
 /// A journal has one owner: opening takes an exclusive lock (`flock`) on `PATH.lock`, which holds the
@@ -94,6 +94,8 @@ public final class LocationJournal: Sendable {
         path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock(),
         loading load: (Location) -> Void
     ) throws(LocationError) -> (journal: LocationJournal, summary: LoadSummary) {
+        // Checked before the lock file is made, so that a refused path leaves nothing beside it.
+        try checkKind(path)
         let lock = try lock(path)
         do {
             let opened = try openLocked(path: path, syncInterval: syncInterval, clock: clock, load: load)
@@ -135,12 +137,8 @@ public final class LocationJournal: Sendable {
     private static func openLocked(
         path: String, syncInterval: Duration, clock: any Clock<Duration>, load: (Location) -> Void
     ) throws(LocationError) -> (journal: LocationJournal, summary: LoadSummary) {
+        try checkKind(path)
         var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG {
-            // A FIFO would block the read for ever, a directory or device cannot hold records.
-            let kind = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a regular file"
-            throw LocationError(.journalIO, "cannot use journal \(path): it is \(kind)")
-        }
         var summary = LoadSummary(count: 0, problem: nil)
         var validLength = magic.count
         var needsHeader = true
@@ -194,6 +192,24 @@ public final class LocationJournal: Sendable {
         return (journal, summary)
     }
 
+    /// Refuses what cannot be a journal: a FIFO would block the read for ever, a directory or device cannot
+    /// hold records, and a file with a second name (a hard link) could be opened by a second owner under
+    /// that name, past the lock, which is per name.
+    private static func checkKind(_ path: String) throws(LocationError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if info.st_mode & S_IFMT != S_IFREG {
+            let kind = info.st_mode & S_IFMT == S_IFDIR ? "a directory" : info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a regular file"
+            throw LocationError(.journalIO, "cannot use journal \(path): it is \(kind)")
+        }
+        if info.st_nlink > 1 {
+            throw LocationError(
+                .journalIO,
+                "cannot use journal \(path): it has \(info.st_nlink) names (hard links), so another daemon could open it "
+                    + "under another name; a journal has one owner: give it one name")
+        }
+    }
+
     /// Reads the records of the open journal `fd` (whose header was checked) in one pass, handing each fix
     /// to `each`. Damage before good records is copied to `PATH.damaged` and the journal rewritten without
     /// it, both as the scan goes; a damaged or cut tail is left for the caller to cut off at the returned
@@ -228,7 +244,7 @@ public final class LocationJournal: Sendable {
                         if rewrite == nil {
                             let clean = try createForWriting(cleanPath)
                             rewrite = (clean, -1)
-                            rewrite?.damaged = try createForWriting(damagedPath)
+                            rewrite?.damaged = try createForWriting(damagedPath, appending: true)
                             try copy(from: fd, 0..<damage.range.lowerBound, to: clean, path: path, destination: cleanPath)
                             cleanLength = damage.range.lowerBound
                         }
@@ -294,9 +310,9 @@ public final class LocationJournal: Sendable {
         }
     }
 
-    /// Creates (or empties) `path` for writing, 0600.
-    private static func createForWriting(_ path: String) throws(LocationError) -> Int32 {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    /// Creates (or empties, or with `appending` adds to) `path` for writing, 0600.
+    private static func createForWriting(_ path: String, appending: Bool = false) throws(LocationError) -> Int32 {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
         return fd
     }

@@ -108,7 +108,10 @@ public final class LocationManager: Sendable {
                 logger.warning("\(problem.message)")
                 initial.pendingErrors.append(problem)
             }
-            if opened.summary.count > 0 {
+            if opened.summary.count > batch.count {
+                logger.warning(
+                    "loaded \(opened.summary.count) held fixes from journal \(path); the batch holds \(batch.capacity), so the oldest \(opened.summary.count - batch.count) are dropped")
+            } else if opened.summary.count > 0 {
                 logger.info("loaded \(opened.summary.count) held fixes from journal \(path)")
             }
         } else {

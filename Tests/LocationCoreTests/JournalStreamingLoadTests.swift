@@ -130,3 +130,46 @@ struct JournalStreamingLoadTests {
         }
     }
 }
+
+/// What cannot be a journal is refused before anything is made beside it.
+@Suite("Journal file: what is refused")
+struct JournalRefusalTests {
+    @Test("a journal with a second name (a hard link) is refused, since the lock is per name; nothing is left beside it")
+    func hardLinkIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let path = try directory.journal(holding: LocationFixtures.walk(count: 3))
+        let other = directory.file("other.journal")
+        #expect(link(path, other) == 0)
+        #expect(throws: LocationError(
+            .journalIO,
+            "cannot use journal \(other): it has 2 names (hard links), so another daemon could open it under another name; a journal has one owner: give it one name"
+        )) { try LocationJournal.open(path: other) }
+        #expect(!FileManager.default.fileExists(atPath: other + ".lock"))
+    }
+
+    @Test("a directory as journal is refused without a lock file beside it")
+    func directoryLeavesNoLockFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("dir.journal")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        #expect(throws: LocationError(.journalIO, "cannot use journal \(path): it is a directory")) { try LocationJournal.open(path: path) }
+        #expect(!FileManager.default.fileExists(atPath: path + ".lock"))
+    }
+
+    @Test("damage saved by an earlier recovery is kept: a new one is added after it")
+    func earlierDamageIsKept() throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 10)
+        let path = try directory.journal(holding: fixes)
+        try Data("earlier damage".utf8).write(to: URL(fileURLWithPath: path + ".damaged"))
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let recordSize = (data.count - 8) / 10
+        data[8 + recordSize * 3 + 20] ^= 0x40
+        try data.write(to: URL(fileURLWithPath: path))
+        let (journal, contents) = try LocationJournal.open(path: path)
+        journal.close()
+        #expect(contents.locations.count == 9)
+        let saved = try Data(contentsOf: URL(fileURLWithPath: path + ".damaged"))
+        #expect(saved == Data("earlier damage".utf8) + data[(8 + recordSize * 3)..<(8 + recordSize * 4)])
+    }
+}
