@@ -564,7 +564,14 @@ extension ConnectionState {
         let holdsLine = input.contains(UInt8(ascii: "\n"))
         if !holdsLine, input.count > limit {
             rejectOversized()
-        } else if !holdsLine, peerFinishedSending {
+        } else if !holdsLine, peerFinishedSending, pendingRequests < configuration.maxPendingRequests {
+            // A client that shut its sending side has said all it will: a last request without its
+            // newline is still a request.
+            if input.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) {
+                pendingRequests += 1
+                requests.yield(.line(input))
+            }
+            input.removeAll()
             inputClosed = true
             requests.finish()
         }

@@ -125,6 +125,22 @@ struct ControlServerTests {
         ])
     }
 
+    @Test("a last request without its newline, from a client that shut its sending side, is answered")
+    func lastRequestWithoutNewlineIsAnswered() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ControlServer(path: directory.socket()) { request, _ in .success(["command": request.command]) }
+        defer { server.stop() }
+        let path = server.path
+        let lines = try await onThread {
+            let socket = try RawSocket(path: path)
+            socket.write("{\"command\":\"status\"}\n{\"command\":\"state\"}")
+            socket.shutdownWrite()
+            return socket.readToEnd()
+        }
+        #expect(lines == [#"{"ok":true,"command":"status"}"#, #"{"ok":true,"command":"state"}"#])
+    }
+
     @Test func malformedAndUnknownRequestsGetErrorsAndTheConnectionStaysOpen() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
