@@ -48,7 +48,7 @@ struct Watch: AsyncParsableCommand {
 
     func validate() throws {
         if socket != nil, gpsdOptions.isSet {
-            throw ValidationError("--socket reads locationd; it cannot be combined with --gpsd or --device")
+            throw ValidationError("--socket reads locationd; it cannot be combined with gpsd options (--gpsd, --device, --gpsd-*)")
         }
         do {
             _ = try count
