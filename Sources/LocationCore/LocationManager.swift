@@ -97,6 +97,10 @@ public final class LocationManager: Sendable {
             isHolding: appState == .suspended,
             batch: LocationBatch(capacity: configuration.batchCapacity))
         if let path = configuration.journalPath {
+            // A large journal (or a damaged one with a long tail) takes a while to scan: say so first.
+            if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 64 << 20 {
+                logger.info("reading journal \(path) (\(size >> 20) MiB)")
+            }
             // Straight into the compact batch, so that memory is bounded by its capacity, not the file.
             var batch = initial.batch
             let opened = try LocationJournal.open(
