@@ -229,7 +229,7 @@ struct BrokenServerTests {
         let messages = recorder.errors.map(\.message)
         #expect(messages.count == 2, "one line per kind: \(messages)")
         #expect(source.linesSkipped == 4)
-        #expect(messages.contains { $0.contains("sent a TPV that libgps could not read it: '{\"class\": \"TPV\"") }, "\(messages)")
+        #expect(messages.contains { $0.contains("sent a TPV that libgps could not read: '{\"class\": \"TPV\"") }, "\(messages)")
         #expect(messages.contains { $0.contains("sent a TPV with lat:52.5 (a coordinate must be a number); no fix taken from it") }, "\(messages)")
         #expect(!recorder.errors.contains { $0.code == .fixLost }, "mode 1e300 is not read as 'lost its fix'")
     }
