@@ -63,7 +63,9 @@ struct Watch: AsyncParsableCommand {
             do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true) } catch {
                 throw CommandFailure.cannotCreate(error.message)
             }
-            let limits = WatchLimits(count: try count)
+            // Straight from gpsd, an unreachable gpsd ends the watch (exit 69); through the daemon it is a
+            // line in the stream, and the watch goes on while the daemon reconnects.
+            let limits = WatchLimits(count: try count, endsWhenUnreachable: socket == nil)
             let duration = try self.duration
             // A reader that went away, or a failed write, ends the watch at once.
             let outputWatch = Task {
@@ -127,11 +129,13 @@ final class WatchLimits: Sendable {
     }
 
     private let count: Int?
+    private let endsWhenUnreachable: Bool
     private let state = Locked(State())
     private let finished = AsyncStream.makeStream(of: Outcome.self)
 
-    init(count: Int?) {
+    init(count: Int?, endsWhenUnreachable: Bool = true) {
         self.count = count
+        self.endsWhenUnreachable = endsWhenUnreachable
     }
 
     /// The first error seen before any data, if the source was never reached.
@@ -154,7 +158,7 @@ final class WatchLimits: Sendable {
                 // The receiver answered: the source is reachable.
                 state.sawData = true
                 return (true, nil)
-            case .error(let error) where !state.sawData && error.code == .sourceUnavailable:
+            case .error(let error) where endsWhenUnreachable && !state.sawData && error.code == .sourceUnavailable:
                 state.firstError = state.firstError ?? error
                 return (false, .unreachable)
             default:

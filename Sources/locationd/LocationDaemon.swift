@@ -169,7 +169,14 @@ final class LocationDaemon: Service, Sendable {
             return .status(currentStatus())
         case .watch:
             let state = application.applicationState
-            return .watching(then: [JSONLineEncoder.line(.state(state))])
+            var first = [JSONLineEncoder.line(.state(state))]
+            // A new watcher learns at once why no fix may come, rather than facing a blank screen.
+            if let outage = sourceOutage.value.outage {
+                first.append(JSONLineEncoder.line(.error(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))))
+            } else if manager.sourceStatus == .ended {
+                first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
+            }
+            return .watching(then: first)
         }
     }
 

@@ -41,6 +41,13 @@ struct DaemonSourceDownTests {
         let text = try Tool.run("locationctl", ["status", "--socket", socket], in: directory).stdout
         #expect(text.contains("(unavailable since \(status?.sourceDownSince ?? "?"))"), "\(text)")
         #expect(text.contains("cannot connect to gpsd at 127.0.0.1:9"), "\(text)")
+
+        // A new watcher is told at once, after the state line, rather than left on a blank screen.
+        let watch = try Tool.run("locationctl", ["watch", "--socket", socket, "--duration", "1", "--format", "jsonl"], in: directory)
+        let lines = watch.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count >= 2, "\(watch.stdout)")
+        #expect(lines.dropFirst().first?.contains(#""code":"source-unavailable""#) == true, "\(watch.stdout)")
+        #expect(lines.dropFirst().first?.contains("cannot connect to gpsd at 127.0.0.1:9") == true, "\(watch.stdout)")
     }
 
     @Test("after a non-looping replay has ended, current and status give its last point, and it is not replayed again",
@@ -75,5 +82,8 @@ struct DaemonSourceDownTests {
         usleep(1_200_000)
         #expect(status()?.lastFix?.timestamp == last.timestamp)
         #expect(status()?.sourceStatus == .ended)
+        // A new watcher is told the replay has ended.
+        let watch = try Tool.run("locationctl", ["watch", "--socket", socket, "--duration", "1"], in: directory)
+        #expect(watch.stdout.split(separator: "\n").map(String.init) == ["── state: active (foreground, high accuracy)", "── source: ended"], "\(watch.stdout)")
     }
 }
