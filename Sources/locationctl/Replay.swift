@@ -19,7 +19,7 @@ struct Replay: AsyncParsableCommand {
             foreground so that nothing is lost.
             """)
 
-    @Argument(help: ArgumentHelp("The GPX file to play.", valueName: "FILE.gpx"))
+    @Argument(help: ArgumentHelp("The GPX file to play; - reads standard input.", valueName: "FILE.gpx"))
     var file: String
 
     @OptionGroup var replayOptions: ReplayOptions
@@ -45,6 +45,8 @@ struct Replay: AsyncParsableCommand {
     }
 
     private func replay() async throws {
+        // `-` is standard input, as for most tools that read files.
+        let file = self.file == "-" ? "/dev/stdin" : self.file
         let settings = try await policyOptions.resolve()
         try ReplayOptions.checkReadable(file)
         let script: LifecycleScript

@@ -182,5 +182,11 @@ struct OutputSafetyTests {
             "/bin/bash", ["-c", "printf junk | \"$0\" replay /dev/stdin --fast", Tool.path("locationctl")], in: directory)
         #expect(broken.status == 65)
         #expect(broken.stderr.contains("/dev/stdin:1:1: the file is not XML"), "\(broken.stderr)")
+        // `-` is standard input too.
+        let dash = try Tool.run(
+            "/bin/bash", ["-c", "cat \"$1\" | \"$0\" replay - --fast --format jsonl | grep -c '\"type\":\"location\"'",
+                          Tool.path("locationctl"), track],
+            in: directory)
+        #expect(dash.stdout == "20\n", "\(dash.stdout) \(dash.stderr)")
     }
 }
