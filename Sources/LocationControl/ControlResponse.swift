@@ -25,9 +25,11 @@ public struct ControlResponse: Sendable, Hashable {
             throw ControlError(.protocolError, "the daemon's reply has no \"ok\": \(Self.preview(line))")
         }
         if !ok {
+            // An empty message is no message: the person reading it must learn something.
+            let message = header.error?.message.flatMap { $0.isEmpty ? nil : $0 }
             throw ControlError(
                 header.error?.code ?? .protocolError,
-                header.error?.message ?? "the daemon reported a failure without a message")
+                message ?? "the daemon reported a failure (\(header.error?.code?.rawValue ?? "no code")) without a message")
         }
         self.line = line
     }

@@ -54,5 +54,7 @@ struct ParserFuzzTests {
         try ParserFuzzHarness.check(.lifecycleScript, Array("10s:background,5s:active".utf8))
         // Found by the mutations: an entry with a newline in it made an error message of two lines.
         try ParserFuzzHarness.check(.lifecycleScript, Array("10s:back\nground".utf8))
+        // Found by the control-reply target: a failure reply with an empty message was refused without one.
+        try ParserFuzzHarness.check(.controlReply, Array(#"{"ok":false,"error":{"code":"no-fix","message":""}}"#.utf8))
     }
 }
