@@ -82,8 +82,12 @@ package enum GPSDSharedMemory {
 
     /// Every segment on the machine, from /proc/sysvipc/shm (empty when it cannot be read).
     package static func segments() -> [Segment] {
-        guard let text = try? String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8) else { return [] }
-        return segments(listing: text)
+        // Read to the end: /proc reports a size of 0, and a reader that trusts it (or stops after one page)
+        // misses the segments listed after the first 4 KiB.
+        guard let file = FileHandle(forReadingAtPath: "/proc/sysvipc/shm") else { return [] }
+        defer { try? file.close() }
+        guard let data = try? file.readToEnd() else { return [] }
+        return segments(listing: String(decoding: data, as: UTF8.self))
     }
 
     /// The segments in a /proc/sysvipc/shm listing: a header line, then `key shmid perms size cpid lpid
