@@ -67,8 +67,8 @@ struct FixQualityServiceTests {
         }
     }
 
-    @Test("while the receiver has no fix the output says it is waiting, with the satellites seen, then when the fix comes")
-    func waitingForAFix() async throws {
+    /// A started manager on a scripted source, its service events recorded (state lines left out).
+    static func recordedManager() async throws -> (ScriptedLocationSource, LocationManager, Locked<[ServiceEvent]>, ServiceEventRecorder) {
         let source = ScriptedLocationSource()
         let application = Application()
         let events = Locked<[ServiceEvent]>([])
@@ -81,6 +81,21 @@ struct FixQualityServiceTests {
         manager.delegate = recorder
         manager.startUpdatingLocation()
         await source.waitUntilListening()
+        return (source, manager, events, recorder)
+    }
+
+    /// Polls `condition` (real delivery threads, at most 10 s), then waits for the manager's deliveries.
+    static func wait(for manager: LocationManager, _ condition: () -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while !condition(), clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        await manager.waitForPendingDeliveries()
+    }
+
+    @Test("while the receiver has no fix the output says it is waiting, with the satellites seen, then when the fix comes")
+    func waitingForAFix() async throws {
+        let (source, manager, events, recorder) = try await Self.recordedManager()
+        defer { withExtendedLifetime(recorder) {} }
         source.send(.satellitesInView(4))
         source.send(.status(.noFix))
         source.send(.satellitesInView(4))
@@ -88,10 +103,7 @@ struct FixQualityServiceTests {
         source.send(.status(.hasFix))
         source.send(.satellitesInView(9))
         source.emit(LocationFixtures.walk(0))
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while events.value.count < 4, clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        await manager.waitForPendingDeliveries()
+        try await Self.wait(for: manager) { events.value.count >= 4 }
         #expect(events.value == [
             .source(.noFix, satellitesVisible: 4), .source(.noFix, satellitesVisible: 6), .source(.hasFix, satellitesVisible: nil),
             .location(LocationFixtures.walk(0)),
@@ -104,24 +116,11 @@ struct FixQualityServiceTests {
 
     @Test("a source that has a fix from the start (a replay) adds no waiting or fix line")
     func noLinesWithoutWaiting() async throws {
-        let source = ScriptedLocationSource()
-        let application = Application()
-        let events = Locked<[ServiceEvent]>([])
-        let recorder = ServiceEventRecorder(application: application) { event in
-            if case .state = event { return }
-            events.withLock { $0.append(event) }
-        }
-        try application.transition(to: .active)
-        let manager = try LocationManager(source: source, application: application)
-        manager.delegate = recorder
-        manager.startUpdatingLocation()
-        await source.waitUntilListening()
+        let (source, manager, events, recorder) = try await Self.recordedManager()
+        defer { withExtendedLifetime(recorder) {} }
         source.send(.status(.hasFix))
         source.emit(LocationFixtures.walk(0))
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while events.value.isEmpty, clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        await manager.waitForPendingDeliveries()
+        try await Self.wait(for: manager) { !events.value.isEmpty }
         #expect(events.value == [.location(LocationFixtures.walk(0))])
         manager.stopUpdatingLocation()
     }
