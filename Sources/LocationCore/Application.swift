@@ -233,11 +233,12 @@ public final class Application: Sendable {
                 return .failure(Self.invalid(from: state.state, to: target))
             }
             if state.state == .notRunning { state.terminationReason = nil }
-            for event in events { enqueue(event, state: state) }
             if target == .notRunning {
+                for event in events { enqueue(event, state: state) }
                 finish(reason, &state)
             } else {
                 enter(target, &state)
+                for event in events { enqueue(event, state: state) }
             }
             rescheduleTimer(&state)
             return .success(())
@@ -294,7 +295,7 @@ public final class Application: Sendable {
         let observers = state.observers.values.compactMap(\.observer)
         let hooks = state.hooks.sorted { $0.key < $1.key }.map(\.value)
         // didEnterBackground is timed against its budget, and decides suspension when it returns.
-        let episode = event == .didEnterBackground ? state.backgroundEpisode + 1 : nil
+        let episode = event == .didEnterBackground ? state.backgroundEpisode : nil
         delivery.enqueue { [weak self] in
             guard let self else { return }
             if let episode { self.backgroundHandlersWillRun(episode: episode) }
