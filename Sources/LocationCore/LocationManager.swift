@@ -11,7 +11,7 @@ public typealias LocationUpdates = BroadcastSequence<[Location]>
 ///   thinned only by ``distanceFilter``.
 /// - In the background (``executingInBackground``) the **reduced** policy duty-cycles the source (see
 ///   ``ReducedAccuracyPolicy``); with ``allowsBackgroundLocationUpdates`` the app keeps getting these
-///   fixes live, otherwise it is suspended after the grace period.
+///   fixes live, otherwise it is suspended as soon as didEnterBackground returns.
 /// - While **suspended**, fixes are held in a compact bounded batch (and journaled, if a journal path is
 ///   configured). On `willEnterForeground` the batch is delivered as one `didUpdateLocations` call, oldest
 ///   first, without duplicates, before any new live fix. A journal left by a crash is loaded at start and

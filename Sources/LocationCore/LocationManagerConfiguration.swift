@@ -6,8 +6,8 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     /// Minimum distance in metres between delivered fixes under the high policy; `nil` delivers every
     /// epoch. Default `nil`.
     public var distanceFilter: Double?
-    /// Whether a background app keeps getting live (reduced) updates instead of being suspended after
-    /// the grace period, as with the iOS location background mode. Default `false`, as on iOS.
+    /// Whether a background app keeps getting live (reduced) updates instead of being suspended as soon
+    /// as didEnterBackground returns, as with the iOS location background mode. Default `false`, as on iOS.
     public var allowsBackgroundLocationUpdates: Bool
     /// The background policy.
     public var reduced: ReducedAccuracyPolicy
