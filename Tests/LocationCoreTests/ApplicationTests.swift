@@ -143,6 +143,8 @@ private final class SlowBackgroundObserver: ApplicationObserver {
     let clock: ManualClock
     let duration: Duration
     let beginsTask: Bool
+    /// `backgroundTimeRemaining` as the handler returns.
+    let remainingAtReturn = Locked<TimeInterval?>(nil)
 
     init(clock: ManualClock, duration: Duration, beginsTask: Bool = false) {
         self.clock = clock
@@ -153,6 +155,7 @@ private final class SlowBackgroundObserver: ApplicationObserver {
     func applicationDidEnterBackground(_ application: Application) {
         if beginsTask { _ = application.beginBackgroundTask(name: "save") }
         clock.advance(by: duration)
+        remainingAtReturn.withLock { $0 = application.backgroundTimeRemaining }
     }
 }
 
@@ -213,6 +216,17 @@ struct ApplicationMultitaskingTests {
             observer.events == [
                 .didFinishLaunching, .didBecomeActive, .willResignActive, .didEnterBackground, .didSuspend,
             ])
+    }
+
+    @Test("during didEnterBackground, backgroundTimeRemaining is what is left of the budget")
+    func backgroundTimeRemainingDuringDidEnterBackground() throws {
+        let (app, clock, _) = makeApp()
+        let slow = SlowBackgroundObserver(clock: clock, duration: .seconds(2))
+        app.addObserver(slow)
+        try app.transition(to: .active)
+        try app.enterBackground()
+        #expect(slow.remainingAtReturn.value == 3)
+        #expect(app.applicationState == .suspended)
     }
 
     @Test("a didEnterBackground handler that begins a background task may run over the budget")
