@@ -6,33 +6,57 @@ import Foundation
 /// unless something keeps the app running, to `suspended`. Coming back goes
 /// `background/suspended → inactive (willEnterForeground) → active (didBecomeActive)`.
 ///
-/// While in the background the app is suspended on its own when
-/// - it has no open background task and nothing holds it running (no ``LocationManager`` with
-///   background location updates), once ``ApplicationConfiguration/backgroundGracePeriod`` has passed; or
-/// - its background tasks reach ``ApplicationConfiguration/backgroundTaskTimeLimit``: their expiration
-///   handlers run ``ApplicationConfiguration/expirationWarning`` before that limit, and tasks still open
-///   at the limit are ended for them.
+/// The rules of iOS's multitasking texts, all timed on the injected clock:
+/// - **Leaving the foreground** (``enterBackground()``, the Home button) sends willResignActive (if active)
+///   and didEnterBackground. Without multitasking
+///   (``ApplicationConfiguration/isMultitaskingSupported``) or with
+///   ``ApplicationConfiguration/exitsOnSuspend`` it sends willResignActive then willTerminate instead, and
+///   the app is `notRunning`.
+/// - **The didEnterBackground budget**: the didEnterBackground handlers may take
+///   ``ApplicationConfiguration/didEnterBackgroundBudget`` (5 s). Handlers that take longer without a
+///   background task having begun get the app purged: `notRunning`, no willTerminate.
+/// - **Suspension**: an app in the background with no open background task and nothing keeping it running
+///   (a ``LocationManager`` in background location mode) is suspended as soon as didEnterBackground
+///   returns, or as soon as its last task ends or the last thing keeping it running lets go.
+/// - **Background tasks** have ``ApplicationConfiguration/backgroundTaskTimeLimit``, counted from
+///   didEnterBackground, or from the task's start for a task begun while something keeps the app running
+///   in the background. Their expiration handlers run ``ApplicationConfiguration/expirationWarning``
+///   before the limit; a task still open at the limit gets the app purged (`notRunning`, no
+///   willTerminate).
+/// - **Termination**: ``terminate()`` sends willTerminate to an app that runs (foreground or background);
+///   a suspended app is killed without a message.
 ///
-/// All timing runs on the injected clock.
+/// A purge or a silent kill sends no message, so ``terminationReason`` says why the app stopped.
 public final class Application: Sendable {
     /// The timing rules.
     public let configuration: ApplicationConfiguration
 
-    private struct Task {
+    private struct BackgroundTask {
         var name: String?
         var expirationHandler: (@Sendable () -> Void)?
+        /// When the task's time limit starts counting; `nil` while the app is in the foreground.
+        var start: Duration?
         var warned = false
+    }
+
+    /// The didEnterBackground handlers of one entry into the background, around which the budget is timed.
+    private struct BackgroundTransition {
+        var episode: Int
+        var startedAt: Duration?
+        /// Whether a background task was open or began while the handlers ran: it lifts the budget.
+        var taskBegun: Bool
     }
 
     private struct State {
         var state: ApplicationState = .notRunning
         var observers: [ObjectIdentifier: WeakObserver] = [:]
-        var hooks: [Int: @Sendable (ApplicationEvent) -> Void] = [:]
-        var nextHookID = 0
-        var tasks: [Int: Task] = [:]
+        var tasks: [Int: BackgroundTask] = [:]
         var nextTaskID = 0
         var keepAliveHolders: Set<Int> = []
         var enteredBackgroundAt: Duration?
+        var backgroundEpisode = 0
+        var transition: BackgroundTransition?
+        var terminationReason: ApplicationTerminationReason?
         var timer: _Concurrency.Task<Void, Never>?
         var timerGeneration = 0
     }
@@ -64,6 +88,17 @@ public final class Application: Sendable {
         return current == .background || current == .suspended
     }
 
+    /// Whether the app may run in the background at all (``ApplicationConfiguration/isMultitaskingSupported``),
+    /// like `UIDevice.isMultitaskingSupported`. Without it, leaving the foreground terminates the app.
+    public var isMultitaskingSupported: Bool { configuration.isMultitaskingSupported }
+
+    /// Why the app last stopped running; `nil` before it first stops, and again once it launches anew.
+    ///
+    /// A purged app (its didEnterBackground handlers ran over their budget, or a background task was still
+    /// open at its time limit) and a suspended app that is terminated get no willTerminate: this is the one
+    /// place that says they stopped, and why.
+    public var terminationReason: ApplicationTerminationReason? { state.withLock { $0.terminationReason } }
+
     /// Every lifecycle message from the moment iteration begins; any number of consumers.
     public var events: BroadcastSequence<ApplicationEvent> { BroadcastSequence(broadcast) }
 
@@ -89,24 +124,35 @@ public final class Application: Sendable {
         try step(from: [.inactive], to: .active, events: [.didBecomeActive])
     }
 
-    /// `active → inactive`, sending willResignActive.
+    /// `active → inactive`, sending willResignActive: a temporary interruption (an incoming call, an
+    /// alert) when followed by ``becomeActive()``, or the first half of leaving the foreground.
     public func resignActive() throws(LocationError) {
         try step(from: [.active], to: .inactive, events: [.willResignActive])
     }
 
-    /// `inactive → background` (from `active`, resigning first), sending didEnterBackground.
+    /// Leaves the foreground (the Home button): from `active` it resigns first, then `inactive → background`,
+    /// sending didEnterBackground.
+    ///
+    /// When didEnterBackground returns, an app with no open background task and nothing keeping it running
+    /// is suspended at once (didSuspend); one whose handlers ran over
+    /// ``ApplicationConfiguration/didEnterBackgroundBudget`` without a background task is purged instead.
+    /// Without multitasking, or with ``ApplicationConfiguration/exitsOnSuspend``, the app never enters the
+    /// background: it gets willTerminate and is `notRunning`.
     public func enterBackground() throws(LocationError) {
         if applicationState == .active { try resignActive() }
-        try step(from: [.inactive], to: .background, events: [.didEnterBackground])
+        if !configuration.isMultitaskingSupported || configuration.exitsOnSuspend {
+            try step(from: [.inactive], to: .notRunning, events: [.willTerminate], reason: .exitedOnLeavingForeground)
+        } else {
+            try step(from: [.inactive], to: .background, events: [.didEnterBackground])
+        }
     }
 
-    /// `background → suspended` (or terminates, with ``ApplicationConfiguration/exitsOnSuspend``).
+    /// `background → suspended`, sending didSuspend, whatever keeps the app running (the system's decision).
+    ///
+    /// An app with nothing keeping it running is suspended on its own; this is for suspending one that is
+    /// kept running. Open background tasks stay open, and their time stops while the app is suspended.
     public func suspend() throws(LocationError) {
-        if configuration.exitsOnSuspend {
-            try step(from: [.background], to: .notRunning, events: [.willTerminate])
-        } else {
-            try step(from: [.background], to: .suspended, events: [.didSuspend])
-        }
+        try step(from: [.background], to: .suspended, events: [.didSuspend])
     }
 
     /// `background/suspended → inactive`, sending willEnterForeground.
@@ -114,15 +160,30 @@ public final class Application: Sendable {
         try step(from: [.background, .suspended], to: .inactive, events: [.willEnterForeground])
     }
 
-    /// Any running state `→ notRunning`, sending willTerminate. Does nothing when not running.
+    /// Any running state `→ notRunning`. An app that runs (in the foreground or the background) gets
+    /// willTerminate; a suspended app is killed without a message. Does nothing when not running.
     public func terminate() {
-        try? step(from: [.inactive, .active, .background, .suspended], to: .notRunning, events: [.willTerminate])
+        let stopped = state.withLock { state -> Bool in
+            switch state.state {
+            case .notRunning:
+                return false
+            case .suspended:
+                finish(.killedWhileSuspended, &state)
+            case .inactive, .active, .background:
+                enqueue(.willTerminate, state: state)
+                finish(.terminated, &state)
+            }
+            return true
+        }
+        if stopped { delivery.drain() }
     }
 
     /// Moves to `target` through the allowed intermediate states, sending each message on the way.
     ///
     /// Staying in the same state does nothing. A suspended app cannot go straight back to `background`
-    /// (it returns through the foreground), and `notRunning` is reached only by terminating.
+    /// (it returns through the foreground), and `notRunning` is reached only by terminating. Entering the
+    /// background may take the app further than `background` on its own (suspended at once, or terminated
+    /// without multitasking, or purged): the walk then ends where the app is.
     public func transition(to target: ApplicationState) throws(LocationError) {
         let current = applicationState
         if current == target { return }
@@ -132,13 +193,14 @@ public final class Application: Sendable {
         case (.notRunning, _):
             try finishLaunching()
             try transition(to: target)
-        case (.active, _):
-            if target == .inactive { try resignActive() } else { try enterBackground(); try transition(to: target) }
+        case (.active, .inactive):
+            try resignActive()
         case (.inactive, .active):
             try becomeActive()
-        case (.inactive, _):
+        case (.active, _), (.inactive, _):
+            // The target is background or suspended.
             try enterBackground()
-            try transition(to: target)
+            if target == .suspended, applicationState == .background { try suspend() }
         case (.background, .suspended):
             try suspend()
         case (.background, _), (.suspended, .inactive), (.suspended, .active):
@@ -160,24 +222,21 @@ public final class Application: Sendable {
     }
 
     private func step(
-        from allowed: Set<ApplicationState>, to target: ApplicationState, events: [ApplicationEvent]
+        from allowed: Set<ApplicationState>, to target: ApplicationState, events: [ApplicationEvent],
+        reason: ApplicationTerminationReason = .terminated
     ) throws(LocationError) {
         let result: Result<Void, LocationError> = state.withLock { state in
             guard allowed.contains(state.state) else {
                 return .failure(Self.invalid(from: state.state, to: target))
             }
-            state.state = target
-            switch target {
-            case .background:
-                state.enteredBackgroundAt = timeline.now
-            case .inactive, .active, .notRunning:
-                state.enteredBackgroundAt = nil
-                for id in state.tasks.keys { state.tasks[id]?.warned = false }
-                if target == .notRunning { state.tasks.removeAll() }
-            case .suspended:
-                break
+            if state.state == .notRunning { state.terminationReason = nil }
+            if target == .notRunning {
+                for event in events { enqueue(event, state: state) }
+                finish(reason, &state)
+            } else {
+                enter(target, &state)
+                for event in events { enqueue(event, state: state) }
             }
-            for event in events { enqueue(event, state: state) }
             rescheduleTimer(&state)
             return .success(())
         }
@@ -185,16 +244,92 @@ public final class Application: Sendable {
         delivery.drain()
     }
 
+    /// Sets a running state and the bookkeeping that goes with it.
+    private func enter(_ target: ApplicationState, _ state: inout State) {
+        state.state = target
+        switch target {
+        case .background:
+            let now = timeline.now
+            state.enteredBackgroundAt = now
+            // Tasks begun in the foreground count their time from now.
+            for id in state.tasks.keys where state.tasks[id]?.start == nil { state.tasks[id]?.start = now }
+            state.backgroundEpisode += 1
+            state.transition = BackgroundTransition(
+                episode: state.backgroundEpisode, startedAt: nil, taskBegun: !state.tasks.isEmpty)
+        case .inactive, .active:
+            state.enteredBackgroundAt = nil
+            state.transition = nil
+            for id in state.tasks.keys {
+                state.tasks[id]?.start = nil
+                state.tasks[id]?.warned = false
+            }
+        case .suspended, .notRunning:
+            state.transition = nil
+        }
+    }
+
+    /// Stops the app: `notRunning`, every task gone, the reason recorded and reported to termination hooks.
+    /// Sends no message itself; callers that owe willTerminate enqueue it first.
+    private func finish(_ reason: ApplicationTerminationReason, _ state: inout State) {
+        enter(.notRunning, &state)
+        state.enteredBackgroundAt = nil
+        state.tasks.removeAll()
+        state.terminationReason = reason
+        rescheduleTimer(&state)
+        // Whoever hosts the app (a location manager acting for the system) learns of every stop, purges
+        // and silent kills included, which send no message.
+        let hosts = state.observers.values.compactMap { $0.observer as? any ApplicationHost }
+        delivery.enqueue { [weak self] in
+            guard let self else { return }
+            for host in hosts { host.application(self, didStopWith: reason) }
+        }
+    }
+
+    /// Suspends a background app, sending didSuspend.
+    private func suspendNow(_ state: inout State) {
+        enter(.suspended, &state)
+        enqueue(.didSuspend, state: state)
+        rescheduleTimer(&state)
+    }
+
     /// Enqueues an event for observers while the state lock is held, so events keep transition order.
     private func enqueue(_ event: ApplicationEvent, state: State) {
         let observers = state.observers.values.compactMap(\.observer)
-        let hooks = state.hooks.sorted { $0.key < $1.key }.map(\.value)
+        // didEnterBackground is timed against its budget, and decides suspension when it returns.
+        let episode = event == .didEnterBackground ? state.backgroundEpisode : nil
         delivery.enqueue { [weak self] in
             guard let self else { return }
-            for hook in hooks { hook(event) }
+            if let episode { self.backgroundHandlersWillRun(episode: episode) }
             for observer in observers { observer.receive(event, from: self) }
             self.broadcast.yield(event)
+            if let episode { self.backgroundHandlersReturned(episode: episode) }
         }
+    }
+
+    private func backgroundHandlersWillRun(episode: Int) {
+        state.withLock { state in
+            guard state.transition?.episode == episode else { return }
+            state.transition?.startedAt = timeline.now
+        }
+    }
+
+    /// After didEnterBackground: purges an app whose handlers ran over budget without a task, and
+    /// suspends one that nothing keeps running.
+    private func backgroundHandlersReturned(episode: Int) {
+        state.withLock { state in
+            guard let transition = state.transition, transition.episode == episode, state.state == .background
+            else { return }
+            state.transition = nil
+            let now = timeline.now
+            let elapsed = now - (transition.startedAt ?? now)
+            let budget = configuration.didEnterBackgroundBudget
+            if elapsed > budget, !transition.taskBegun {
+                finish(.didEnterBackgroundOverBudget(elapsed: elapsed, budget: budget), &state)
+            } else if state.tasks.isEmpty, state.keepAliveHolders.isEmpty {
+                suspendNow(&state)
+            }
+        }
+        // Already inside a drain: what this enqueued runs next, in order.
     }
 
     /// Returns once every lifecycle message caused so far has reached its observers.
@@ -206,21 +341,35 @@ public final class Application: Sendable {
 
     /// Marks the start of work that should finish even if the app moves to the background.
     ///
-    /// Returns ``BackgroundTaskIdentifier/invalid`` when the app is suspended or not running. The
-    /// expiration handler runs shortly before the background time runs out; end the task from it.
+    /// Returns ``BackgroundTaskIdentifier/invalid`` when the app is suspended or not running. The task's
+    /// ``ApplicationConfiguration/backgroundTaskTimeLimit`` counts from didEnterBackground; a task begun
+    /// while something keeps the app running in the background counts from its own start, and one begun
+    /// while other tasks alone keep it running shares their time. The expiration handler runs
+    /// ``ApplicationConfiguration/expirationWarning`` before the limit: end the task from it, or the app
+    /// is purged at the limit. Beginning a task during didEnterBackground lifts that message's budget.
     public func beginBackgroundTask(
         name: String? = nil, expirationHandler: (@Sendable () -> Void)? = nil
     ) -> BackgroundTaskIdentifier {
         state.withLock { state in
             guard state.state != .suspended, state.state != .notRunning else { return .invalid }
+            var start: Duration?
+            if state.state == .background {
+                let now = timeline.now
+                if !state.keepAliveHolders.isEmpty {
+                    start = now
+                } else {
+                    start = state.tasks.values.compactMap(\.start).min() ?? state.enteredBackgroundAt ?? now
+                }
+            }
+            state.transition?.taskBegun = true
             state.nextTaskID += 1
-            state.tasks[state.nextTaskID] = Task(name: name, expirationHandler: expirationHandler)
+            state.tasks[state.nextTaskID] = BackgroundTask(name: name, expirationHandler: expirationHandler, start: start)
             rescheduleTimer(&state)
             return BackgroundTaskIdentifier(rawValue: state.nextTaskID)
         }
     }
 
-    /// Marks the end of a background task; the app may then be suspended.
+    /// Marks the end of a background task; an app that nothing else keeps running is then suspended.
     public func endBackgroundTask(_ identifier: BackgroundTaskIdentifier) {
         state.withLock { state in
             guard state.tasks.removeValue(forKey: identifier.rawValue) != nil else { return }
@@ -234,16 +383,29 @@ public final class Application: Sendable {
         state.withLock { $0.tasks.sorted { $0.key < $1.key }.map { $0.value.name ?? "unnamed" } }
     }
 
-    /// Seconds the app may still run in the background before it is suspended; infinite in the foreground
-    /// and while something keeps it running with no task open, zero when suspended.
+    /// Seconds the app may still run in the background, as `UIApplication.backgroundTimeRemaining`.
+    ///
+    /// `Double.greatestFiniteMagnitude` (DBL_MAX) in the foreground and while something keeps the app
+    /// running with no task open; the time to the earliest task's limit while tasks are open; the rest of
+    /// the didEnterBackground budget while that message runs; zero when suspended.
     public var backgroundTimeRemaining: TimeInterval {
         state.withLock { state in
             switch state.state {
-            case .notRunning, .inactive, .active: return .infinity
-            case .suspended: return 0
+            case .notRunning, .inactive, .active:
+                return .greatestFiniteMagnitude
+            case .suspended:
+                return 0
             case .background:
-                guard let deadline = suspensionDeadline(state) else { return .infinity }
-                return max(0, (deadline - timeline.now).seconds)
+                let now = timeline.now
+                if let limit = state.tasks.values.compactMap({ taskLimit($0) }).min() {
+                    return max(0, (limit - now).seconds)
+                }
+                if !state.keepAliveHolders.isEmpty { return .greatestFiniteMagnitude }
+                if let transition = state.transition {
+                    let end = (transition.startedAt ?? now) + configuration.didEnterBackgroundBudget
+                    return max(0, (end - now).seconds)
+                }
+                return 0
             }
         }
     }
@@ -260,41 +422,21 @@ public final class Application: Sendable {
         evaluateSuspension()
     }
 
-    /// Registers a closure that receives every event before observers do; returns a token for removal.
-    package func addHook(_ hook: @escaping @Sendable (ApplicationEvent) -> Void) -> Int {
-        state.withLock { state in
-            state.nextHookID += 1
-            state.hooks[state.nextHookID] = hook
-            return state.nextHookID
-        }
-    }
-
-    /// Removes a hook added with ``addHook(_:)``.
-    package func removeHook(_ id: Int) {
-        _ = state.withLock { $0.hooks.removeValue(forKey: id) }
-    }
-
     // MARK: - Timers
 
-    /// When the app is due to be suspended, if it is in the background and nothing keeps it running.
-    private func suspensionDeadline(_ state: State) -> Duration? {
-        guard state.state == .background, let entered = state.enteredBackgroundAt else { return nil }
-        if !state.tasks.isEmpty { return entered + configuration.backgroundTaskTimeLimit }
-        if !state.keepAliveHolders.isEmpty { return nil }
-        return entered + configuration.backgroundGracePeriod
+    /// When a task's time runs out, if its time is counting.
+    private func taskLimit(_ task: BackgroundTask) -> Duration? {
+        task.start.map { $0 + configuration.backgroundTaskTimeLimit }
     }
 
     private func nextDeadline(_ state: State) -> Duration? {
-        guard state.state == .background, let entered = state.enteredBackgroundAt else { return nil }
+        guard state.state == .background else { return nil }
         var deadlines: [Duration] = []
-        if !state.tasks.isEmpty {
-            let limit = entered + configuration.backgroundTaskTimeLimit
-            if state.tasks.values.contains(where: { !$0.warned }) {
-                deadlines.append(limit - configuration.expirationWarning)
-            }
+        for task in state.tasks.values {
+            guard let limit = taskLimit(task) else { continue }
+            if !task.warned { deadlines.append(limit - configuration.expirationWarning) }
             deadlines.append(limit)
         }
-        if let suspension = suspensionDeadline(state) { deadlines.append(suspension) }
         return deadlines.min()
     }
 
@@ -314,41 +456,51 @@ public final class Application: Sendable {
     /// Processes every deadline that has passed on the clock now, without waiting for the timer task.
     ///
     /// For a clock advanced by hand from data (a replay driving the lifecycle in track time), so that
-    /// the grace period and task expiry take effect before the next fix is handled.
+    /// task expiry takes effect before the next fix is handled.
     public func processDueTimers() {
         let generation = state.withLock { $0.timerGeneration }
         timerFired(generation: generation)
     }
 
     private func timerFired(generation: Int) {
-        let handlers: [@Sendable () -> Void] = state.withLock { state in
-            guard state.timerGeneration == generation, state.state == .background,
-                let entered = state.enteredBackgroundAt
-            else { return [] }
+        let handlers: [@Sendable () -> Void]? = state.withLock { state in
+            guard state.timerGeneration == generation, state.state == .background else { return nil }
             let now = timeline.now
-            let limit = entered + configuration.backgroundTaskTimeLimit
             var handlers: [@Sendable () -> Void] = []
-            if now >= limit - configuration.expirationWarning {
-                for id in state.tasks.keys.sorted() where state.tasks[id]?.warned == false {
-                    state.tasks[id]?.warned = true
-                    if let handler = state.tasks[id]?.expirationHandler { handlers.append(handler) }
-                }
+            for id in state.tasks.keys.sorted() {
+                guard let task = state.tasks[id], !task.warned, let limit = taskLimit(task),
+                    now >= limit - configuration.expirationWarning
+                else { continue }
+                state.tasks[id]?.warned = true
+                if let handler = task.expirationHandler { handlers.append(handler) }
             }
-            if now >= limit { state.tasks.removeAll() }
             rescheduleTimer(&state)
             return handlers
         }
+        guard let handlers else { return }
         for handler in handlers { handler() }
-        evaluateSuspension()
+        // Tasks still open at their limit once their handlers have run end the app, without a message.
+        state.withLock { state in
+            guard state.state == .background else { return }
+            let now = timeline.now
+            let expired = state.tasks.sorted { $0.key < $1.key }
+                .filter { taskLimit($0.value).map { now >= $0 } ?? false }
+                .map { $0.value.name ?? "unnamed" }
+            guard !expired.isEmpty else { return }
+            finish(.backgroundTaskExpired(tasks: expired), &state)
+        }
+        delivery.drain()
     }
 
-    /// Suspends the app if it is in the background, its time is up, and nothing keeps it running.
+    /// Suspends the app if it is in the background, past didEnterBackground, and nothing keeps it running.
     private func evaluateSuspension() {
-        let due = state.withLock { state -> Bool in
-            guard let deadline = suspensionDeadline(state), state.tasks.isEmpty else { return false }
-            return timeline.now >= deadline
+        state.withLock { state in
+            guard state.state == .background, state.transition == nil, state.tasks.isEmpty,
+                state.keepAliveHolders.isEmpty
+            else { return }
+            suspendNow(&state)
         }
-        if due { try? suspend() }
+        delivery.drain()
     }
 }
 
@@ -359,4 +511,11 @@ private final class WeakObserver: Sendable {
     init(_ observer: any ApplicationObserver) {
         self.observer = observer
     }
+}
+
+/// An observer that hosts the app for the system, such as a location manager: it is told every time the
+/// app stops running and why, purges and silent kills included, which send the app no message.
+package protocol ApplicationHost: ApplicationObserver {
+    /// The app stopped running (after willTerminate, when it got one).
+    func application(_ application: Application, didStopWith reason: ApplicationTerminationReason)
 }

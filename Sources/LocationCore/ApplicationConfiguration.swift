@@ -1,25 +1,36 @@
 /// Timing rules of the application lifecycle, with iOS-like defaults.
 public struct ApplicationConfiguration: Sendable, Hashable {
-    /// How long a background app with no open task and no background location mode keeps running
-    /// before it is suspended. Default 5 s.
-    public var backgroundGracePeriod: Duration
-    /// How long background tasks may run after the app enters the background. Default 180 s.
+    /// How long the didEnterBackground handlers (observers and hooks, together) may run, measured on the
+    /// injected clock from the first handler call until the last one returns. Handlers that take longer
+    /// without a background task having begun get the app purged: it goes to `notRunning` with no
+    /// willTerminate (``ApplicationTerminationReason/didEnterBackgroundOverBudget(elapsed:budget:)``).
+    /// Default 5 s, the "approximately five seconds" of `applicationDidEnterBackground(_:)`.
+    public var didEnterBackgroundBudget: Duration
+    /// How long a background task may run in the background. It counts from didEnterBackground, or, for a
+    /// task begun while something keeps the app running in the background, from the task's start.
+    /// Default 180 s.
     public var backgroundTaskTimeLimit: Duration
     /// How long before ``backgroundTaskTimeLimit`` the open tasks' expiration handlers run. Default 5 s.
     public var expirationWarning: Duration
-    /// Terminate instead of suspending (like `UIApplicationExitsOnSuspend`). Default `false`.
+    /// Whether the app may run in the background at all (like `UIDevice.isMultitaskingSupported`).
+    /// Without it, leaving the foreground terminates the app. Default `true`.
+    public var isMultitaskingSupported: Bool
+    /// Terminate instead of entering the background (like `UIApplicationExitsOnSuspend`): leaving the
+    /// foreground sends willResignActive then willTerminate. Default `false`.
     public var exitsOnSuspend: Bool
 
     /// Creates a configuration; every argument defaults to the documented value.
     public init(
-        backgroundGracePeriod: Duration = .seconds(5),
+        didEnterBackgroundBudget: Duration = .seconds(5),
         backgroundTaskTimeLimit: Duration = .seconds(180),
         expirationWarning: Duration = .seconds(5),
+        isMultitaskingSupported: Bool = true,
         exitsOnSuspend: Bool = false
     ) {
-        self.backgroundGracePeriod = backgroundGracePeriod
+        self.didEnterBackgroundBudget = didEnterBackgroundBudget
         self.backgroundTaskTimeLimit = backgroundTaskTimeLimit
         self.expirationWarning = expirationWarning
+        self.isMultitaskingSupported = isMultitaskingSupported
         self.exitsOnSuspend = exitsOnSuspend
     }
 }

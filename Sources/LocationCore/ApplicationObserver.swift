@@ -7,6 +7,11 @@ public protocol ApplicationObserver: AnyObject, Sendable {
     /// The application is about to leave the active state.
     func applicationWillResignActive(_ application: Application)
     /// The application entered the background.
+    ///
+    /// Together with the other observers and hooks of this message it has
+    /// ``ApplicationConfiguration/didEnterBackgroundBudget`` (5 s) on the application's clock; taking longer
+    /// without beginning a background task gets the app purged. With no task open and nothing keeping the
+    /// app running, it is suspended as soon as this returns.
     func applicationDidEnterBackground(_ application: Application)
     /// The application was suspended.
     func applicationDidSuspend(_ application: Application)
@@ -14,7 +19,10 @@ public protocol ApplicationObserver: AnyObject, Sendable {
     func applicationWillEnterForeground(_ application: Application)
     /// The application became active.
     func applicationDidBecomeActive(_ application: Application)
-    /// The application is about to terminate.
+    /// The application is about to terminate, from the foreground or from running in the background.
+    ///
+    /// Not sent to a suspended app that is terminated, nor to one that is purged; see
+    /// ``Application/terminationReason``.
     func applicationWillTerminate(_ application: Application)
 }
 

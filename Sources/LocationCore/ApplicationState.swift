@@ -6,7 +6,8 @@ public enum ApplicationState: String, Sendable, Hashable, Codable, CaseIterable 
     case inactive
     /// In the foreground and in use.
     case active
-    /// Running in the background: location updates use the reduced policy.
+    /// Running in the background (a background task is open, or something keeps it running): location
+    /// updates use the reduced policy.
     case background
     /// In the background and not running code: location fixes are held in a batch.
     case suspended
@@ -29,7 +30,7 @@ public enum ApplicationEvent: String, Sendable, Hashable, Codable, CaseIterable 
     case willEnterForeground
     /// The application became active.
     case didBecomeActive
-    /// The application is about to terminate.
+    /// The application is about to terminate. A suspended or purged app stops without it.
     case willTerminate
 }
 

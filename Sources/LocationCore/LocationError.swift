@@ -64,8 +64,12 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
         /// confirmed by the fixes after it, or a rollover was corrected; the message gives both times.
         public static let clockJump: Code = "clock-jump"
 
+        /// The app was stopped without willTerminate: purged, or killed while suspended.
+        public static let applicationStopped: Code = "app-stopped"
+
         /// Every code this version of the library defines.
         public static let allCases: [Code] = [
+            .applicationStopped,
             .sourceUnavailable, .sourceFailed, .sourceRecovered, .noFix, .fixLost, .invalidTransition, .batchOverflow, .journalIO, .journalCorrupt, .cancelled, .invalidConfiguration, .invalidData, .consumerOverrun, .clockJump,
         ]
     }

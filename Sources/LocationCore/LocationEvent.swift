@@ -9,6 +9,10 @@ public enum LocationEvent: Sendable, Hashable {
     case locations([Location], LocationDelivery)
     /// The app's lifecycle moved on; ``ApplicationEvent/resultingState`` is the state it is now in.
     case lifecycle(ApplicationEvent)
+    /// The app stopped running, and why. A purge or a kill while suspended sends the app no message (no
+    /// ``lifecycle(_:)`` event), so this is how its host learns of it; the manager then stops updating,
+    /// and what it held stays in the journal for the next launch.
+    case applicationStopped(ApplicationTerminationReason)
     /// The accuracy policy changed (the app moved between foreground and background).
     case accuracyPolicy(AccuracyPolicy)
     /// The source's connection or fix state changed.

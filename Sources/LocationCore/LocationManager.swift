@@ -639,6 +639,24 @@ public final class LocationManager: Sendable {
         delivery.drain()
     }
 
+    /// The app stopped. One that got willTerminate was shut down then; one purged or killed without a
+    /// message stops where it is, as a killed process would: updates end, the journal keeps what is held.
+    fileprivate func handleStop(_ reason: ApplicationTerminationReason) {
+        state.withLock { state in
+            enqueue(.applicationStopped(reason))
+            if !reason.sentWillTerminate {
+                state.isUpdating = false
+                applySourceMode(&state)
+            }
+        }
+        if !reason.sentWillTerminate {
+            logger.notice("the app stopped (\(reason.description)); held fixes stay for its next launch")
+            journal?.sync()
+        }
+        updateKeepAlive()
+        delivery.drain()
+    }
+
     private func setPolicy(_ policy: AccuracyPolicy, _ state: inout State) {
         guard state.policy != policy else { return }
         state.policy = policy
@@ -741,7 +759,7 @@ public final class LocationManager: Sendable {
 
 /// Hands the application's lifecycle messages to the manager, which holds it; the application holds it
 /// weakly, and it holds the manager weakly, so neither keeps the other alive.
-private final class LifecycleRelay: ApplicationObserver {
+private final class LifecycleRelay: ApplicationHost {
     private let target = Locked<WeakManager?>(nil)
 
     var manager: LocationManager? {
@@ -756,6 +774,9 @@ private final class LifecycleRelay: ApplicationObserver {
     func applicationWillEnterForeground(_ application: Application) { manager?.handle(.willEnterForeground) }
     func applicationDidBecomeActive(_ application: Application) { manager?.handle(.didBecomeActive) }
     func applicationWillTerminate(_ application: Application) { manager?.handle(.willTerminate) }
+    func application(_ application: Application, didStopWith reason: ApplicationTerminationReason) {
+        manager?.handleStop(reason)
+    }
 }
 
 private final class WeakManager: Sendable {

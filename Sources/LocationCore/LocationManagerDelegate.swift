@@ -45,7 +45,7 @@ extension LocationManagerDelegate {
         case .sourceStatus(let status): locationManager(manager, didChangeSourceStatus: status)
         case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
         case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
-        case .lifecycle: break
+        case .lifecycle, .applicationStopped: break
         }
     }
     /// Does nothing.

@@ -115,7 +115,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     public static let backgroundInterval = ValueRange(0.1...604_800, unit: "s")
     /// Seconds one background acquisition may take.
     public static let acquisitionTimeout = ValueRange(0.1...86_400, unit: "s")
-    /// Seconds of the lifecycle's grace period and of its background-task time limit.
+    /// Seconds of the lifecycle's didEnterBackground budget and of its background-task time limit.
     public static let lifecycleTime = ValueRange(0.001...86_400, unit: "s")
     /// Seconds a control client with pending output may go without reading.
     public static let stallTimeout = ValueRange(0.1...86_400, unit: "s")

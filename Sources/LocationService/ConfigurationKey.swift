@@ -117,8 +117,8 @@ extension ServiceConfiguration {
         ConfigurationKey("batch.capacity", .integer(.batchCapacity)) {
             if case .number(let v) = $1 { $0.batchCapacity = Int(v) }
         },
-        ConfigurationKey("lifecycle.gracePeriod", .number(.lifecycleTime)) {
-            if case .number(let v) = $1 { $0.gracePeriod = v }
+        ConfigurationKey("lifecycle.didEnterBackgroundBudget", .number(.lifecycleTime)) {
+            if case .number(let v) = $1 { $0.didEnterBackgroundBudget = v }
         },
         ConfigurationKey("lifecycle.taskTimeLimit", .number(.lifecycleTime)) {
             if case .number(let v) = $1 { $0.taskTimeLimit = v }

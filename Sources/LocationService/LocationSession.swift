@@ -104,6 +104,12 @@ private final class EventAdapter: LocationManagerDelegate {
             for location in locations { emit(.location(location)) }
         case .lifecycle(let message):
             emit(.state(message.resultingState))
+        case .applicationStopped(let reason):
+            // A purge sends no willTerminate, so no state line said so yet.
+            if !reason.sentWillTerminate {
+                emit(.state(.notRunning))
+                emit(.error(LocationError(.applicationStopped, "the app \(reason.description)")))
+            }
         case .error(let error):
             record.withLock { record in
                 record.lastError = error

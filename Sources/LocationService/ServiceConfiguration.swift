@@ -50,8 +50,9 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var backgroundLocation = false
     /// The most fixes held while suspended. Key `batch.capacity`, default 100,000.
     package var batchCapacity = 100_000
-    /// Seconds before a background app with nothing to do is suspended. Key `lifecycle.gracePeriod`, default 5.
-    package var gracePeriod = 5.0
+    /// Seconds the app's didEnterBackground handling may take before it is terminated, as on iOS.
+    /// Key `lifecycle.didEnterBackgroundBudget`, default 5.
+    package var didEnterBackgroundBudget = 5.0
     /// Seconds background tasks may run. Key `lifecycle.taskTimeLimit`, default 180.
     package var taskTimeLimit = 180.0
     /// Seconds a control client with replies or events pending may go without reading any of them before
@@ -167,7 +168,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
         try check(reducedDistance, .distance, "reduced distance")
         try check(reducedCoarseningGrid, .distance, "reduced coarsening grid")
         try check(distanceFilter, .distance, "distance filter")
-        try check(gracePeriod, .lifecycleTime, "grace period")
+        try check(didEnterBackgroundBudget, .lifecycleTime, "didEnterBackground budget")
         try check(taskTimeLimit, .lifecycleTime, "task time limit")
         try check(controlStallTimeout, .stallTimeout, "control stall timeout")
         try check(Double(batchCapacity), .batchCapacity, "batch capacity")
@@ -204,7 +205,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
     /// The lifecycle configuration these values describe.
     package var applicationConfiguration: ApplicationConfiguration {
         ApplicationConfiguration(
-            backgroundGracePeriod: ValueRange.duration(clampingSeconds: gracePeriod),
+            didEnterBackgroundBudget: ValueRange.duration(clampingSeconds: didEnterBackgroundBudget),
             backgroundTaskTimeLimit: ValueRange.duration(clampingSeconds: taskTimeLimit))
     }
 }

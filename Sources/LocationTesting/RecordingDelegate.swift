@@ -69,7 +69,7 @@ public final class RecordingDelegate: LocationManagerDelegate {
         case .sourceStatus(let status): locationManager(manager, didChangeSourceStatus: status)
         case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
         case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
-        case .lifecycle: break
+        case .lifecycle, .applicationStopped: break
         }
     }
 

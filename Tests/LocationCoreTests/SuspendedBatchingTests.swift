@@ -130,7 +130,7 @@ struct SuspendedBatchingTests {
             #expect(h.application.applicationState == .background)
             #expect(h.delegate.deliveries.count == 6)
             #expect(h.manager.heldCount == 0)
-            // Turning the mode off lets the grace period run out.
+            // Turning the mode off leaves nothing keeping the app running: it is suspended at once.
             h.manager.allowsBackgroundLocationUpdates = false
             #expect(h.application.applicationState == .suspended)
         }

@@ -110,12 +110,12 @@ struct DaemonCrashTests {
             daemon.kill9()
         }
         do {
-            let daemon = try RunningDaemon(directory: directory, extra: flags + ["--state", "background"])
-            #expect(try daemon.status().state == .background)
-            #expect(daemon.logText.contains("starting background as --state asks; the saved state was suspended"))
+            let daemon = try RunningDaemon(directory: directory, extra: flags + ["--state", "active"])
+            #expect(try daemon.status().state == .active)
+            #expect(daemon.logText.contains("starting active as --state asks; the saved state was suspended"))
             daemon.kill9()
         }
-        #expect(record.load() == .restored(.background), "the overriding state is saved at start")
+        #expect(record.load() == .restored(.active), "the overriding state is saved at start")
 
         try "{\"state\":\"susp".write(toFile: record.path, atomically: false, encoding: .utf8)
         do {

@@ -162,7 +162,9 @@ struct OutputSafetyTests {
         let objects = try jsonObjects(result.lines)
         let suspendedAt = objects.firstIndex { $0["type"] as? String == "state" && $0["state"] as? String == "suspended" }
         let batchAt = objects.firstIndex { $0["type"] as? String == "batch" }
-        #expect(suspendedAt != nil, "the grace period of 5 s ends within the 8 s watch")
+        #expect(suspendedAt != nil, "with nothing keeping it running, the background app is suspended at once")
+        #expect(!objects.prefix(batchAt ?? objects.count).contains { $0["type"] as? String == "location" },
+                "nothing reaches a background app without the background location mode before the batch")
         let batch = try #require(batchAt.map { objects[$0] }, "the held fixes come as one batch at exit")
         let count = try #require(batch["count"] as? Int)
         #expect(count >= 1)
