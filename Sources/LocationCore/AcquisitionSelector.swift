@@ -45,3 +45,68 @@ public struct AcquisitionSelector: Sendable {
         location.horizontalAccuracy ?? .infinity
     }
 }
+
+extension AcquisitionSelector {
+    /// What ``acquire(desiredAccuracy:from:until:timeline:otherEvents:)`` ended with.
+    package struct Acquired: Sendable {
+        /// The fix chosen: the first that met the goal, else the best seen; `nil` when none came.
+        package var best: Location?
+        /// Whether the events ended by themselves (the source ran out) before the goal or the deadline.
+        package var ended: Bool
+        /// The error the events ended with, if they failed.
+        package var failure: (any Error)?
+    }
+
+    /// The one "best fix within a timeout": offers every fix of `events` until one meets
+    /// `desiredAccuracy`, the events end, or `deadline` passes on `timeline`; every other event goes to
+    /// `otherEvents`. A duty-cycled acquisition and a one-shot position both run on it.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled.
+    package static func acquire<Events: AsyncSequence & Sendable>(
+        desiredAccuracy: Double?,
+        from events: Events,
+        until deadline: Duration,
+        timeline: Timeline,
+        otherEvents: @escaping @Sendable (LocationSourceEvent) -> Void = { _ in }
+    ) async throws(CancellationError) -> Acquired where Events.Element == LocationSourceEvent {
+        let selector = Locked(AcquisitionSelector(desiredAccuracy: desiredAccuracy))
+        let outcome = await withTaskGroup(of: AcquisitionOutcome.self) { group in
+            group.addTask {
+                do {
+                    for try await event in events {
+                        guard case .location(let location) = event else {
+                            otherEvents(event)
+                            continue
+                        }
+                        if selector.withLock({ $0.offer(location) }) { return .met }
+                    }
+                    return Task.isCancelled ? .cancelled : .ended
+                } catch {
+                    return Task.isCancelled ? .cancelled : .failed(error)
+                }
+            }
+            group.addTask {
+                do {
+                    try await timeline.sleep(until: deadline)
+                    return .timedOut
+                } catch {
+                    return .cancelled
+                }
+            }
+            let first = await group.next() ?? .cancelled
+            group.cancelAll()
+            return first
+        }
+        switch outcome {
+        case .met, .timedOut: return Acquired(best: selector.value.best, ended: false, failure: nil)
+        case .ended: return Acquired(best: selector.value.best, ended: true, failure: nil)
+        case .failed(let error): return Acquired(best: selector.value.best, ended: true, failure: error)
+        case .cancelled: throw CancellationError()
+        }
+    }
+}
+
+/// How the racing tasks of one acquisition ended.
+private enum AcquisitionOutcome: Sendable {
+    case met, ended, failed(any Error), timedOut, cancelled
+}

@@ -457,7 +457,7 @@ public final class Application: Sendable {
     ///
     /// For a clock advanced by hand from data (a replay driving the lifecycle in track time), so that
     /// task expiry takes effect before the next fix is handled.
-    public func processDueTimers() {
+    package func processDueTimers() {
         let generation = state.withLock { $0.timerGeneration }
         timerFired(generation: generation)
     }

@@ -79,32 +79,15 @@ extension ListeningLocationSource {
     }
 
     /// Listens until a fix meets the goal or the timeout passes; returns whether the listener ended by
-    /// itself (the source ran out) and the chosen fix, if any.
+    /// itself (the source ran out) and the chosen fix, if any. A listener that failed fails the run.
     private func acquire(
         _ cycle: DutyCycle, startedAt start: Duration, _ context: LocationSourceContext
     ) async throws -> (ended: Bool, best: Location?) {
-        let selector = Locked(AcquisitionSelector(desiredAccuracy: cycle.desiredAccuracy))
-        let ended = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for try await event in self.listen(context) {
-                    switch event {
-                    case .location(let location):
-                        if selector.withLock({ $0.offer(location) }) { return false }
-                    case .status, .error, .satellitesInView:
-                        context.report(event)
-                    }
-                }
-                return true
-            }
-            group.addTask {
-                try await context.timeline.sleep(until: start + cycle.acquisitionTimeout)
-                return false
-            }
-            let first = try await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-        return (ended, selector.value.best)
+        let acquired = try await AcquisitionSelector.acquire(
+            desiredAccuracy: cycle.desiredAccuracy, from: listen(context), until: start + cycle.acquisitionTimeout,
+            timeline: context.timeline, otherEvents: { context.report($0) })
+        if let failure = acquired.failure { throw failure }
+        return (acquired.ended, acquired.best)
     }
 }
 

@@ -169,32 +169,17 @@ public struct GPSDLocationSource: ListeningLocationSource {
         timeout: Duration,
         clock: any Clock<Duration> = ContinuousClock()
     ) async throws(LocationError) -> Location {
-        let stream = events(reconnecting: false)
-        let selector = Locked(AcquisitionSelector(desiredAccuracy: desiredAccuracy))
-        let failure = Locked<LocationError?>(nil)
         let timeline = Timeline(clock: clock)
+        let acquired: AcquisitionSelector.Acquired
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        for try await event in stream {
-                            if case .location(let location) = event, selector.withLock({ $0.offer(location) }) {
-                                return
-                            }
-                        }
-                    } catch let error as LocationError {
-                        failure.withLock { $0 = error }
-                    }
-                }
-                group.addTask { try await timeline.sleep(for: timeout) }
-                try await group.next()
-                group.cancelAll()
-            }
+            acquired = try await AcquisitionSelector.acquire(
+                desiredAccuracy: desiredAccuracy, from: events(reconnecting: false), until: timeline.now + timeout,
+                timeline: timeline)
         } catch {
             throw LocationError(.cancelled, "the position request to gpsd at \(configuration.endpoint) was cancelled")
         }
-        if let best = selector.value.best { return best }
-        if let error = failure.value { throw error }
+        if let best = acquired.best { return best }
+        if let error = acquired.failure as? LocationError { throw error }
         throw LocationError(
             .noFix, "gpsd at \(configuration.endpoint) gave no fix within \(timeout.seconds) s")
     }
