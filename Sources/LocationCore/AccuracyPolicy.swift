@@ -8,15 +8,11 @@ public enum AccuracyPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     case reduced
 }
 
-/// The parameters of the reduced (background) policy.
+/// The parameters of the reduced (background) policy: the ``DutyCycle`` the source runs, and what the
+/// manager does with the fixes it gets (a distance filter, a coarsening grid).
 public struct ReducedAccuracyPolicy: Sendable, Hashable {
-    /// Time from one acquisition's start to the next. Default 60 s.
-    public var interval: Duration
-    /// An acquisition ends at the first fix at least this accurate, in metres; `nil` takes the first fix.
-    /// Default 100 m.
-    public var desiredAccuracy: Double?
-    /// The longest an acquisition listens before settling for the best fix seen. Default 30 s.
-    public var acquisitionTimeout: Duration
+    /// The duty cycle a source runs under this policy.
+    public var dutyCycle: DutyCycle
     /// Minimum distance in metres between delivered fixes; `nil` uses the manager's distance filter.
     /// Default `nil`.
     public var distanceFilter: Double?
@@ -32,16 +28,30 @@ public struct ReducedAccuracyPolicy: Sendable, Hashable {
         distanceFilter: Double? = nil,
         coarseningGrid: Double? = nil
     ) {
-        self.interval = interval
-        self.desiredAccuracy = desiredAccuracy
-        self.acquisitionTimeout = acquisitionTimeout
+        self.dutyCycle = DutyCycle(
+            interval: interval, desiredAccuracy: desiredAccuracy, acquisitionTimeout: acquisitionTimeout)
         self.distanceFilter = distanceFilter
         self.coarseningGrid = coarseningGrid
     }
 
-    /// The duty cycle a source runs under this policy.
-    public var dutyCycle: DutyCycle {
-        DutyCycle(interval: interval, desiredAccuracy: desiredAccuracy, acquisitionTimeout: acquisitionTimeout)
+    /// Time from one acquisition's start to the next (``DutyCycle/interval``). Default 60 s.
+    public var interval: Duration {
+        get { dutyCycle.interval }
+        set { dutyCycle.interval = newValue }
+    }
+
+    /// An acquisition ends at the first fix at least this accurate, in metres; `nil` takes the first fix
+    /// (``DutyCycle/desiredAccuracy``). Default 100 m.
+    public var desiredAccuracy: Double? {
+        get { dutyCycle.desiredAccuracy }
+        set { dutyCycle.desiredAccuracy = newValue }
+    }
+
+    /// The longest an acquisition listens before settling for the best fix seen
+    /// (``DutyCycle/acquisitionTimeout``). Default 30 s.
+    public var acquisitionTimeout: Duration {
+        get { dutyCycle.acquisitionTimeout }
+        set { dutyCycle.acquisitionTimeout = newValue }
     }
 
     /// Snaps a fix to the coarsening grid, if one is set.
