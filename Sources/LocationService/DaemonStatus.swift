@@ -39,6 +39,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var watchers: Int
     /// Seconds since the daemon started.
     public var uptime: Double
+    /// The control socket the report came through. The daemon leaves it out; `locationctl status` fills in
+    /// the socket it used, since it may have tried more than one.
+    public var socket: String?
 
     /// Creates a status report.
     public init(
@@ -93,7 +96,7 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
-        ]
+        ] + (socket.map { [("socket", $0)] } ?? [])
         // The values come from the daemon: nothing in them may reach the terminal as a control character.
         return rows.map { label, value in
             (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)
