@@ -123,7 +123,8 @@ let package = Package(
         .testTarget(
             name: "LocationServiceTests",
             dependencies: [
-                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd",
+                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "LocationCommandLine", "locationctl",
+                "locationd",
                 "GPSDTestSupport", "parser-fuzz",
             ]
         ),
