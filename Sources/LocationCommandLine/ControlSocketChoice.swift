@@ -65,9 +65,11 @@ public struct DaemonOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "locationd's control socket; nothing else is tried. Default: LOCATIOND_SOCKET, else the configuration's socket, else $XDG_RUNTIME_DIR/locationd/control.sock and then /run/locationd/control.sock.",
         valueName: "PATH"))
+    /// `--socket`: the only socket tried when given.
     public var socket: String?
 
     @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
+    /// `--config`: the configuration file, instead of the user's.
     public var config: String?
 
     /// The settings (``CommandSettings``: file, then environment) and the sockets to try.

@@ -58,7 +58,8 @@ final class ControlServerCore: Sendable {
         // The group is given while the socket is still owner-only and not listening, so no one outside the
         // group can ever connect: chown first, then open it to the group.
         if let group = configuration.socketGroup {
-            guard chown(path, uid_t.max, gid_t(group)) == 0 else {
+            // Already the group's (the daemon's own group): no chown, which a sandbox may forbid.
+            guard info.st_gid == gid_t(group) || chown(path, uid_t.max, gid_t(group)) == 0 else {
                 let number = errno
                 close(fd)
                 unlink(path)
@@ -125,7 +126,9 @@ final class ControlServerCore: Sendable {
     /// Lets `group` into a socket directory this server created (0750, owned by the group): members must
     /// be able to reach the socket, and still none of them may write there.
     private static func shareDirectory(_ directory: String, with group: UInt32, path: String) throws(ControlError) {
-        guard chown(directory, uid_t.max, gid_t(group)) == 0, chmod(directory, 0o750) == 0 else {
+        var info = stat()
+        let alreadyTheGroups = stat(directory, &info) == 0 && info.st_gid == gid_t(group)
+        guard alreadyTheGroups || chown(directory, uid_t.max, gid_t(group)) == 0, chmod(directory, 0o750) == 0 else {
             let number = errno
             throw ControlError(
                 number == EPERM || number == EACCES ? .permissionDenied : .io,

@@ -30,7 +30,7 @@ struct Status: AsyncParsableCommand {
                 print(status.text)
             case .json:
                 let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try encoder.encode(status), as: UTF8.self))
             }
         }
