@@ -1,5 +1,4 @@
 import Foundation
-import LocationCommandLine
 import LocationControl
 import LocationCore
 import LocationService

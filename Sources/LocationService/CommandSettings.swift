@@ -1,6 +1,5 @@
 import Foundation
 import LocationCore
-import LocationService
 
 /// Where every command of `locationctl` and `locationd` takes its settings from, in one place.
 ///
@@ -10,17 +9,17 @@ import LocationService
 /// 3. the configuration file: `--config PATH` (which must exist), else ``userFile(environment:)`` if it
 ///    exists,
 /// 4. the default.
-public enum CommandSettings {
+package enum CommandSettings {
     /// The user's own configuration file, read when no `--config` is given:
     /// `$XDG_CONFIG_HOME/locationd/locationd.yaml`, else `$HOME/.config/locationd/locationd.yaml`.
-    public static func userFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    package static func userFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let base = environment["XDG_CONFIG_HOME"], base.hasPrefix("/") { return base + "/locationd/locationd.yaml" }
         if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.config/locationd/locationd.yaml" }
         return nil
     }
 
     /// The configuration file that applies: `explicit` (`--config`), else the user's file when it exists.
-    public static func file(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    package static func file(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let explicit { return explicit }
         guard let user = userFile(environment: environment) else { return nil }
         // A missing user file is the common case and means "no file"; anything else there is read and checked.
@@ -33,7 +32,7 @@ public enum CommandSettings {
     ///
     /// - Parameter config: `--config`, if given: it must exist (exit 66 otherwise).
     /// - Throws: 66 for a missing `--config` file, 64 for a bad file or value (naming where it came from).
-    public static func load(
+    package static func load(
         config: String?, environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws(CommandFailure) -> ServiceConfiguration {
         if let config {

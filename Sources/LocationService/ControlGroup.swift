@@ -2,11 +2,11 @@ import Foundation
 import LocationCore
 
 /// The group given the control socket (`control.group`, `--control-group`), as a number.
-public enum ControlGroup {
+package enum ControlGroup {
     /// The group named by `name` (a group name or a number), or `nil` when no group is asked for.
     ///
     /// - Throws: A usage failure (64) saying how to create the group when no group of that name exists.
-    public static func id(_ name: String?) throws(CommandFailure) -> UInt32? {
+    package static func id(_ name: String?) throws(CommandFailure) -> UInt32? {
         guard let name else { return nil }
         guard !name.isEmpty else { throw CommandFailure.usage("the control group is empty; name a group, such as locationd") }
         // A number is taken as it is: a group need not have a name to own a file.
