@@ -118,7 +118,8 @@ let package = Package(
         .testTarget(
             name: "LocationServiceTests",
             dependencies: [
-                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "locationd",
+                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl",
+                "locationd",
                 "GPSDTestSupport", "parser-fuzz",
             ]
         ),

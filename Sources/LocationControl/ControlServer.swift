@@ -18,7 +18,9 @@ import LocationCore
 /// ## Socket file
 /// Missing parent directories are created with mode 0700. A leftover socket file that nothing answers on is
 /// replaced; if a server answers, creation fails with `already-listening`. The socket file is created with mode
-/// 0600 (owner only) before the server listens, and ``stop()`` removes it.
+/// 0600 (owner only) before the server listens, and ``stop()`` removes it. With
+/// ``ControlServerConfiguration/socketGroup`` it is given to that group and made 0660 before the server
+/// listens, so the group's members may connect and nobody else ever could.
 ///
 /// ## Protocol
 /// Each request is one JSON object on one `\n`-terminated UTF-8 line (see ``ControlRequest``); each gets one

@@ -30,6 +30,13 @@ public struct ControlServerConfiguration: Sendable, Hashable {
     /// While a connection has this many, or its output buffer is full, the server stops reading from it, so a
     /// client that pipelines requests without reading replies is held back instead of growing memory.
     public var maxPendingRequests: Int
+    /// The group given the socket file, or `nil` to leave it owner-only. Default `nil`.
+    ///
+    /// With a group the socket is mode 0660 and owned by that group, so its members may connect and nobody
+    /// else may; a socket directory the server creates is then 0750 and owned by the group too (an existing
+    /// one is left as it is, and must let the group in). The server must run as root or as a member of the
+    /// group, or creating the socket fails with `permission-denied`.
+    public var socketGroup: UInt32?
 
     /// Creates a configuration; every argument has the documented default.
     public init(
@@ -38,8 +45,10 @@ public struct ControlServerConfiguration: Sendable, Hashable {
         maxOutputBuffer: Int = 1024 * 1024,
         stallTimeout: Duration = .seconds(30),
         maxPendingRequests: Int = 16,
-        maxTotalOutputBuffer: Int = 64 * 1024 * 1024
+        maxTotalOutputBuffer: Int = 64 * 1024 * 1024,
+        socketGroup: UInt32? = nil
     ) {
+        self.socketGroup = socketGroup
         self.maxTotalOutputBuffer = maxTotalOutputBuffer
         self.maxRequestLength = maxRequestLength
         self.maxConnections = maxConnections

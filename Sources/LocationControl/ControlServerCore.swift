@@ -31,7 +31,10 @@ final class ControlServerCore: Sendable {
         self.configuration = configuration
         self.handler = handler
         try UnixSocket.withAddress(path) { _, _ in }
-        try Self.createParentDirectory(of: path)
+        let createdDirectory = try Self.createParentDirectory(of: path)
+        if let group = configuration.socketGroup, let createdDirectory {
+            try Self.shareDirectory(createdDirectory, with: group, path: path)
+        }
         try Self.checkDirectoryIsPrivate(of: path)
         try Self.removeStaleSocket(at: path)
 
@@ -51,6 +54,26 @@ final class ControlServerCore: Sendable {
             close(fd)
             unlink(path)
             throw ControlError.system("set permissions on", path: path, errno: number)
+        }
+        // The group is given while the socket is still owner-only and not listening, so no one outside the
+        // group can ever connect: chown first, then open it to the group.
+        if let group = configuration.socketGroup {
+            // Already the group's (the daemon's own group): no chown, which a sandbox may forbid.
+            guard info.st_gid == gid_t(group) || chown(path, uid_t.max, gid_t(group)) == 0 else {
+                let number = errno
+                close(fd)
+                unlink(path)
+                throw ControlError(
+                    number == EPERM || number == EACCES ? .permissionDenied : .io,
+                    "cannot give socket \(path) to group \(Self.groupName(group)): \(String(cString: strerror(number))) "
+                        + "(the daemon must run as root or as a member of that group)")
+            }
+            guard chmod(path, 0o660) == 0 else {
+                let number = errno
+                close(fd)
+                unlink(path)
+                throw ControlError.system("set permissions on", path: path, errno: number)
+            }
         }
         guard listen(fd, SOMAXCONN) == 0 else {
             let number = errno
@@ -80,19 +103,44 @@ final class ControlServerCore: Sendable {
     // MARK: - Setup
 
     /// Creates missing directories above `path` with mode 0700; existing ones are left as they are.
-    private static func createParentDirectory(of path: String) throws(ControlError) {
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+    ///
+    /// - Returns: The socket's own directory when this call created it, else `nil`.
+    private static func createParentDirectory(of path: String) throws(ControlError) -> String? {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
         let parent = String(path[..<slash])
         var prefix = parent.hasPrefix("/") ? "" : "."
+        var createdLast = false
         for component in parent.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+            createdLast = mkdir(prefix, 0o700) == 0
+            if !createdLast && errno != EEXIST {
                 let number = errno
                 throw ControlError(
                     number == EACCES || number == EPERM ? .permissionDenied : .io,
                     "cannot create directory \(prefix) for socket \(path): \(String(cString: strerror(number)))")
             }
         }
+        return createdLast ? prefix : nil
+    }
+
+    /// Lets `group` into a socket directory this server created (0750, owned by the group): members must
+    /// be able to reach the socket, and still none of them may write there.
+    private static func shareDirectory(_ directory: String, with group: UInt32, path: String) throws(ControlError) {
+        var info = stat()
+        let alreadyTheGroups = stat(directory, &info) == 0 && info.st_gid == gid_t(group)
+        guard alreadyTheGroups || chown(directory, uid_t.max, gid_t(group)) == 0, chmod(directory, 0o750) == 0 else {
+            let number = errno
+            throw ControlError(
+                number == EPERM || number == EACCES ? .permissionDenied : .io,
+                "cannot give directory \(directory) of socket \(path) to group \(groupName(group)): "
+                    + "\(String(cString: strerror(number))) (the daemon must run as root or as a member of that group)")
+        }
+    }
+
+    /// A group's name and number for messages, such as `locationd (gid 998)`.
+    static func groupName(_ group: UInt32) -> String {
+        let name = getgrgid(gid_t(group)).flatMap { $0.pointee.gr_name.map { String(cString: $0) } }
+        return name.map { "\($0) (gid \(group))" } ?? "gid \(group)"
     }
 
     /// Refuses a socket directory that other users may write, unless it is sticky and owned by root or by

@@ -39,6 +39,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var watchers: Int
     /// Seconds since the daemon started.
     public var uptime: Double
+    /// The control socket the report came through. The daemon leaves it out; `locationctl status` fills in
+    /// the socket it used, since it may have tried more than one.
+    public var socket: String?
 
     /// Creates a status report.
     public init(

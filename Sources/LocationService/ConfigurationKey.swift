@@ -129,5 +129,6 @@ extension ServiceConfiguration {
         ConfigurationKey("control.maxBufferedOutput", .integer(.bufferedOutput)) {
             if case .number(let v) = $1 { $0.controlMaxBufferedOutput = Int(v) }
         },
+        ConfigurationKey("control.group", .text) { if case .text(let v) = $1 { $0.controlGroup = v } },
     ]
 }

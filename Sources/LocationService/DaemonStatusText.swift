@@ -30,7 +30,7 @@ extension DaemonStatus {
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
-        ]
+        ] + (socket.map { [("socket", $0)] } ?? [])
         // The values come from the daemon: nothing in them may reach the terminal as a control character.
         return rows.map { label, value in
             (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)

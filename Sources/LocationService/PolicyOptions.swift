@@ -19,22 +19,12 @@ package struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("background-location"), help: ArgumentHelp("The background location mode. on: a background or suspended app gets its reduced fixes live; off: from the moment it enters the background its fixes are held until it returns to the foreground (default off, as on iOS).", valueName: "on|off"))
     package var backgroundLocation: Switch?
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file for everything else (see Config/locationd.yaml).", valueName: "PATH"))
+    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists). Flags win over LOCATIOND_* variables, which win over the file.", valueName: "PATH"))
     package var config: String?
 
-    /// Loads the configuration file (if any), then applies the flags on top.
+    /// Loads the configuration as ``CommandSettings`` says (file, then environment), then applies the flags on top.
     package func resolve() async throws -> ServiceConfiguration {
-        if let config {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: config, isDirectory: &isDirectory) else {
-                throw CommandFailure.missingInput("configuration file \(config) does not exist")
-            }
-            if isDirectory.boolValue { throw CommandFailure.missingInput("configuration file \(config) is a directory") }
-        }
-        var configuration: ServiceConfiguration
-        do throws(LocationError) { configuration = try await ServiceConfiguration.load(path: config) } catch {
-            throw CommandFailure.usage(error.message)
-        }
+        var configuration = try await CommandSettings.load(config: config)
         if let reducedInterval {
             configuration.reducedInterval = try reducedInterval.value(in: .backgroundInterval, for: "--reduced-interval")
         }

@@ -30,7 +30,18 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var gpsdEpochSettle = 0.5
     /// The control socket. Key `socket`, default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     /// `/run/locationd/control.sock`.
-    package var socketPath: String = ServiceConfiguration.defaultSocketPath()
+    package var socketPath: String {
+        get { configuredSocketPath ?? defaultSocketPath }
+        set { configuredSocketPath = newValue }
+    }
+    /// The control socket named by the file, the environment or a flag; `nil` when none did, so that a
+    /// client knows it may look in more than one place.
+    package var configuredSocketPath: String?
+    /// The default socket, taken when the defaults are made (from `XDG_RUNTIME_DIR`).
+    private var defaultSocketPath = ServiceConfiguration.defaultSocketPath()
+    /// The group whose members may use the control socket (a name or a number), which then is mode 0660;
+    /// `nil` keeps it owner-only (0600). Key `control.group`, default none.
+    package var controlGroup: String?
     /// Where held fixes are journaled. Key `journal`, default none.
     package var journalPath: String?
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
@@ -64,6 +75,11 @@ package struct ServiceConfiguration: Sendable, Hashable {
 
     /// The defaults.
     package init() {}
+
+    /// The defaults, with the default socket taken from `environment` (its `XDG_RUNTIME_DIR`).
+    package init(environment: [String: String]) {
+        defaultSocketPath = Self.defaultSocketPath(environment: environment)
+    }
 
     /// The default control socket path.
     package static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -127,7 +143,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
     private static func load(
         reader: ConfigReader, path: String?, environment: [String: String]
     ) throws(LocationError) -> ServiceConfiguration {
-        var result = ServiceConfiguration()
+        var result = ServiceConfiguration(environment: environment)
         for key in keys {
             guard let raw = reader.string(forKey: ConfigKey(stringLiteral: key.name)) ?? Self.nonTextValue(reader, key.name) else {
                 continue
@@ -176,6 +192,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
         if socketPath.isEmpty { throw bad("socket path is empty") }
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
         if journalPath?.isEmpty == true { throw bad("journal path is empty") }
+        if controlGroup?.isEmpty == true { throw bad("control group is empty") }
     }
 
     /// The gpsd source configuration these values describe.

@@ -10,17 +10,16 @@ struct Current: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print one position.",
         discussion: """
-            Asks locationd on its control socket when it answers (--socket, or the default socket), \
-            otherwise gpsd directly (--gpsd, default localhost:2947). Exits 69 when neither can be \
+            Asks locationd on its control socket when it answers (--socket, or the default sockets), \
+            otherwise gpsd directly (the configuration's, default localhost:2947). --gpsd, --device or \
+            another gpsd flag asks gpsd directly without trying locationd. Exits 69 when neither can be \
             reached, or at once with the daemon's reason when locationd answers that its source is down; \
             77 when --socket names another user's socket, and 75 when no fix arrives within --timeout.
             """)
 
-    @Option(help: ArgumentHelp("Ask gpsd at this address directly.", valueName: "HOST[:PORT]"))
-    var gpsd: String?
+    @OptionGroup var gpsdOptions: GPSDOptions
 
-    @Option(help: ArgumentHelp("Ask locationd on this control socket.", valueName: "PATH"))
-    var socket: String?
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(name: .customLong("timeout"), parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (default 30; \(ValueRange.positionTimeout)).", valueName: "SEC"))
     var timeoutArgument: NumberArgument?
@@ -41,7 +40,9 @@ struct Current: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if gpsd != nil, socket != nil { throw ValidationError("use either --gpsd or --socket, not both") }
+        if gpsdOptions.isSet, daemon.socket != nil {
+            throw ValidationError("--socket asks locationd; it cannot be combined with gpsd options (--gpsd, --device, --gpsd-*)")
+        }
         do {
             _ = try timeout
             _ = try accuracy
@@ -61,17 +62,15 @@ struct Current: AsyncParsableCommand {
     private func locate() async throws -> Location {
         let timeout = try self.timeout
         let accuracy = try self.accuracy
-        if gpsd == nil {
-            let path = socket ?? ServiceConfiguration.defaultSocketPath()
-            if let location = try await DaemonClient.current(
-                socket: path, timeout: timeout, accuracy: accuracy, required: socket != nil)
-            {
-                return location
-            }
+        let resolved = try await daemon.resolve()
+        var settings = resolved.settings
+        if !gpsdOptions.isSet,
+            let location = try await DaemonClient.current(sockets: resolved.sockets, timeout: timeout, accuracy: accuracy)
+        {
+            return location
         }
-        let endpoint: GPSDEndpoint
-        do { endpoint = try GPSDEndpoint(parsing: gpsd ?? "localhost:2947") } catch { throw CommandFailure.usage(error.message) }
-        let source = try GPSDLocationSource(configuration: GPSDConfiguration(host: endpoint.host, port: endpoint.port))
+        try gpsdOptions.apply(to: &settings)
+        let source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
         do {
             return try await source.currentLocation(desiredAccuracy: accuracy, timeout: .seconds(timeout))
         } catch {

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationControl
 import LocationCore
 import LocationService
@@ -16,8 +19,7 @@ enum DaemonClient {
             .unavailable("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.invalidTransition), .badRequest, .unknownCommand: .usage(error.message)
         case .untrustedPeer: .noPermission(error.message)
-        case .permissionDenied:
-            .noPermission("\(error.message); the socket is owner-only: run as the user locationd runs as")
+        case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
         case .tooManyConnections, .shuttingDown:
             .unavailable("locationd at \(socket) is busy: \(error.message)")
         case .notListening, .pathTooLong, .connectionClosed, .timeout, .io:
@@ -26,12 +28,61 @@ enum DaemonClient {
         }
     }
 
+    /// What to do about a socket this user may not connect to: join its group when it has one (mode 0660),
+    /// else run as the daemon's user.
+    static func permissionAdvice(_ socket: String) -> String {
+        // A group's socket sits in a directory the group may enter (0750), which is as far as an outsider sees.
+        let directory = socket.lastIndex(of: "/").map { $0 == socket.startIndex ? "/" : String(socket[..<$0]) } ?? "."
+        var info = stat()
+        let shared = (stat(socket, &info) == 0 && info.st_mode & 0o060 == 0o060)
+            || (stat(directory, &info) == 0 && info.st_mode & 0o050 == 0o050 && info.st_mode & 0o005 == 0)
+        if shared, let name = getgrgid(info.st_gid).flatMap({ $0.pointee.gr_name.map { String(cString: $0) } }) {
+            return "only locationd's user and the group \(name) may use it: "
+                + "join the group (sudo usermod -aG \(name) $USER, then log in again)"
+        }
+        return "the socket is owner-only: run as the user locationd runs as"
+    }
+
+    /// Whether a failure to reach `socket` lets the client try the next candidate: nothing listens there, or
+    /// this user may not connect. Anything else (a daemon that answered, an impostor) ends the search.
+    private static func triesNext(_ error: ControlError) -> Bool {
+        [ControlError.Code.notListening, .permissionDenied, .pathTooLong].contains(error.code)
+    }
+
     /// Sends one request and returns the reply, on a thread of its own (the client blocks).
     static func request(_ request: ControlRequest, socket: String) async throws -> ControlResponse {
         switch await send(request, socket: socket) {
         case .success(let response): return response
         case .failure(let error): throw failure(error, socket: socket)
         }
+    }
+
+    /// Sends one request to the first of `sockets` that answers and returns the reply and that socket.
+    /// When none answers, the failure names every socket tried and why (the last one's exit code).
+    static func request(_ request: ControlRequest, sockets: ControlSocketChoice) async throws -> (ControlResponse, socket: String) {
+        var reasons: [(socket: String, error: ControlError)] = []
+        for socket in sockets.candidates {
+            switch await send(request, socket: socket) {
+            case .success(let response): return (response, socket)
+            case .failure(let error):
+                guard !sockets.isExplicit, triesNext(error) else { throw failure(error, socket: socket) }
+                reasons.append((socket, error))
+            }
+        }
+        throw combinedFailure(reasons)
+    }
+
+    /// One failure for several sockets tried: the last one's code, every reason in the message.
+    private static func combinedFailure(_ reasons: [(socket: String, error: ControlError)]) -> CommandFailure {
+        guard let last = reasons.last else { return .unavailable("no control socket to try") }
+        guard reasons.count > 1 else { return failure(last.error, socket: last.socket) }
+        // A socket this user may not use says more than a missing one: its code (77) wins.
+        let worst = reasons.first { $0.error.code == .permissionDenied } ?? last
+        let code = failure(worst.error, socket: worst.socket).exitCode
+        let tried = reasons.map { reason in
+            reason.error.code == .permissionDenied ? "\(reason.error.message); \(permissionAdvice(reason.socket))" : reason.error.message
+        }
+        return CommandFailure(exitCode: code, message: "locationd cannot be reached: " + tried.joined(separator: "; "))
     }
 
     /// Sends one request on a thread of its own and returns the reply or the error as it is.
@@ -43,6 +94,17 @@ enum DaemonClient {
                 })
             }
         }
+    }
+
+    /// One position from the first of `sockets` that answers; `nil` when none can be reached or used by this
+    /// user and the socket was not named with `--socket`.
+    static func current(sockets: ControlSocketChoice, timeout: Double, accuracy: Double?) async throws -> Location? {
+        for socket in sockets.candidates {
+            if let location = try await current(socket: socket, timeout: timeout, accuracy: accuracy, required: sockets.isExplicit) {
+                return location
+            }
+        }
+        return nil
     }
 
     /// One position from the daemon; `nil` when the daemon cannot be reached or used by this user and the socket

@@ -17,8 +17,7 @@ struct State: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The state to move to.", valueName: "active|inactive|background|suspended"))
     var target: TargetState?
 
-    @Option(help: ArgumentHelp("locationd's control socket (default: $XDG_RUNTIME_DIR/locationd/control.sock).", valueName: "PATH"))
-    var socket: String?
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
     var format: StatusFormat = .text
@@ -29,8 +28,8 @@ struct State: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingFailures {
-            let path = socket ?? ServiceConfiguration.defaultSocketPath()
-            let response = try await DaemonClient.request(.state(set: target?.rawValue), socket: path)
+            let (_, sockets) = try await daemon.resolve()
+            let (response, path) = try await DaemonClient.request(.state(set: target?.rawValue), sockets: sockets)
             // A reply without these members is malformed, not "unknown": an error, never exit 0.
             let state: ApplicationState, background: Bool, policy: AccuracyPolicy
             do throws(ControlError) {

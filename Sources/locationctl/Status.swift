@@ -7,28 +7,29 @@ import LocationService
 /// `locationctl status`: what locationd is doing.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print locationd's state, policy, source, last fix, batch and journal.")
+        abstract: "Print locationd's state, policy, source, last fix, batch and journal, and the socket used.")
 
-    @Option(help: ArgumentHelp("locationd's control socket (default: $XDG_RUNTIME_DIR/locationd/control.sock).", valueName: "PATH"))
-    var socket: String?
+    @OptionGroup var daemon: DaemonOptions
 
     @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
     var format: StatusFormat = .text
 
     func run() async throws {
         try await runReportingFailures {
-            let path = socket ?? ServiceConfiguration.defaultSocketPath()
-            let response = try await DaemonClient.request(.status, socket: path)
-            let status: DaemonStatus
+            let (_, sockets) = try await daemon.resolve()
+            let (response, path) = try await DaemonClient.request(.status, sockets: sockets)
+            var status: DaemonStatus
             do throws(ControlError) { status = try response.decode(DaemonStatus.self, forKey: "status") } catch {
                 throw CommandFailure.badData("locationd at \(path): \(error.message)")
             }
+            // Which daemon answered matters when more than one socket could have: say which it was.
+            status.socket = path
             switch format {
             case .text:
                 print(status.text)
             case .json:
                 let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try encoder.encode(status), as: UTF8.self))
             }
         }

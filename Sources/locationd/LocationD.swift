@@ -15,8 +15,10 @@ struct LocationD: AsyncParsableCommand {
         commandName: "locationd",
         abstract: "The location daemon: reads gpsd (or replays a GPX file) and answers on a control socket.",
         discussion: """
-            Defaults come from --config (see Config/locationd.yaml), then LOCATIOND_* environment \
-            variables, then flags. Clients talk JSON lines on the control socket: locationctl current, \
+            Each setting comes from a flag, else a LOCATIOND_* environment variable, else the \
+            configuration file (--config, see Config/locationd.yaml; default \
+            $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists), else its default. \
+            --control-group (control.group) opens the socket to a group: 0660 instead of 0600. Clients talk JSON lines on the control socket: locationctl current, \
             state, status and watch. SIGTERM, SIGINT or SIGHUP shut down gracefully, syncing the journal and \
             removing the socket; SIGPIPE, SIGUSR1, SIGUSR2 and SIGALRM are ignored. \
             With --journal, the lifecycle state is saved beside it (JOURNAL.state) on every change, so a \
@@ -36,6 +38,9 @@ struct LocationD: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("The control socket (default $XDG_RUNTIME_DIR/locationd/control.sock, else /run/locationd/control.sock).", valueName: "PATH"))
     var socket: String?
+
+    @Option(name: .customLong("control-group"), help: ArgumentHelp("Give the control socket to this group (a name or number) and make it 0660, so that its members may connect and nobody else may (default: owner-only, 0600).", valueName: "GROUP"))
+    var controlGroup: String?
 
     @Option(help: ArgumentHelp("Journal held fixes to this file so a crash loses none.", valueName: "PATH"))
     var journal: String?
@@ -85,8 +90,10 @@ struct LocationD: AsyncParsableCommand {
             var settings = try await policyOptions.resolve()
             if let socket { settings.socketPath = socket }
             if let journal { settings.journalPath = journal }
+            if let controlGroup { settings.controlGroup = controlGroup }
             try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
+            _ = try ControlGroup.id(settings.controlGroup)
 
             var logger = Logger(label: "locationd")
             logger.logLevel = .info

@@ -75,10 +75,11 @@ final class LocationDaemon: Service, Sendable {
 
     func run() async throws {
         let control: ControlServer
+        let group = try ControlGroup.id(settings.controlGroup)
         do {
             let limits = ControlServerConfiguration(
                 stallTimeout: ValueRange.duration(clampingSeconds: settings.controlStallTimeout),
-                maxTotalOutputBuffer: settings.controlMaxBufferedOutput)
+                maxTotalOutputBuffer: settings.controlMaxBufferedOutput, socketGroup: group)
             control = try ControlServer(path: settings.socketPath, configuration: limits) { [weak self] request, connection in
                 guard let self else { return .failure("shutting-down", "locationd is shutting down") }
                 return await self.handle(request)

@@ -15,9 +15,10 @@ struct ServiceLayerTests {
     func shippedConfiguration() async throws {
         let path = Self.root.appendingPathComponent("Config/locationd.yaml").path
         let loaded = try await ServiceConfiguration.load(path: path, environment: [:])
-        var defaults = ServiceConfiguration()
-        defaults.socketPath = ServiceConfiguration.defaultSocketPath(environment: [:])
+        let defaults = ServiceConfiguration(environment: [:])
         #expect(loaded == defaults)
+        #expect(loaded.socketPath == "/run/locationd/control.sock")
+        #expect(loaded.configuredSocketPath == nil)
         // Every key is documented there.
         let text = try String(contentsOfFile: path, encoding: .utf8)
         for key in ServiceConfiguration.keys {

@@ -1,0 +1,26 @@
+import Foundation
+import LocationCore
+
+/// The group given the control socket (`control.group`, `--control-group`), as a number.
+package enum ControlGroup {
+    /// The group named by `name` (a group name or a number), or `nil` when no group is asked for.
+    ///
+    /// - Throws: A usage failure (64) saying how to create the group when no group of that name exists.
+    package static func id(_ name: String?) throws(CommandFailure) -> UInt32? {
+        guard let name else { return nil }
+        guard !name.isEmpty else { throw CommandFailure.usage("the control group is empty; name a group, such as locationd") }
+        // A number is taken as it is: a group need not have a name to own a file.
+        if let number = UInt32(name), number != UInt32.max { return number }
+        var group = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        let status = getgrnam_r(name, &group, &buffer, buffer.count, &result)
+        guard status == 0, let result else {
+            let reason = status == 0 ? "no such group" : String(cString: strerror(status))
+            throw CommandFailure.usage(
+                "control group '\(ValueRange.printable(name))': \(reason); create it (groupadd --system \(ValueRange.printable(name))), "
+                    + "or name another group with --control-group or control.group")
+        }
+        return UInt32(result.pointee.gr_gid)
+    }
+}
