@@ -102,10 +102,18 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            name: "TrackPlot",
+            dependencies: ["LocationCore"]
+        ),
+        .testTarget(
+            name: "TrackPlotTests",
+            dependencies: ["TrackPlot", "LocationCore"]
+        ),
         .executableTarget(
             name: "locationctl",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine", "TrackPlot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
