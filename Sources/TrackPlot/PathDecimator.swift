@@ -11,7 +11,7 @@ package struct PathDecimator: Sendable {
     private var lastAccepted: Pixel?
 
     /// A decimator for one polyline.
-    package init(radial: Double = 0.5, tolerance: Double = 0.3, window: Int = 2048) {
+    package init(radial: Double = 0.7, tolerance: Double = 0.45, window: Int = 2048) {
         self.radial = radial
         self.tolerance = tolerance
         self.window = max(3, window)
