@@ -73,12 +73,15 @@ package struct PathDecimator: Sendable {
             guard end > start + 1 else { continue }
             let a = points[start], b = points[end]
             let dx = b.x - a.x, dy = b.y - a.y
-            let length = (dx * dx + dy * dy).squareRoot()
+            let squaredLength = dx * dx + dy * dy
             var farthest = start, distance = -1.0
             for index in (start + 1)..<end {
                 let p = points[index]
-                let d = length > 0 ? abs(dy * (p.x - a.x) - dx * (p.y - a.y)) / length
-                    : ((p.x - a.x) * (p.x - a.x) + (p.y - a.y) * (p.y - a.y)).squareRoot()
+                // Distance to the segment, not to its line: a track that turns back on itself along the same
+                // line (out and back) keeps its turning point.
+                let t = squaredLength > 0 ? min(1, max(0, ((p.x - a.x) * dx + (p.y - a.y) * dy) / squaredLength)) : 0
+                let ex = p.x - (a.x + t * dx), ey = p.y - (a.y + t * dy)
+                let d = (ex * ex + ey * ey).squareRoot()
                 if d > distance { (farthest, distance) = (index, d) }
             }
             if distance > tolerance {

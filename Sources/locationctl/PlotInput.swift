@@ -74,7 +74,7 @@ final class PlotInput {
 
     private func readGPX(_ visit: (PlotItem) throws -> Void) throws {
         let reader: GPXReader
-        do { reader = try GPXReader(contentsOf: path) } catch { throw CommandFailure.missingInput(messageNamingInput(error.message)) }
+        do { reader = try GPXReader(contentsOf: path) } catch { throw CommandFailure.missingInput(messageNamingInput(error.description)) }
         var counts: [GPXPoint.Kind: Int] = [:]
         let chosen = gpxKind
         do {
@@ -93,7 +93,7 @@ final class PlotInput {
                 try visit(.point(item))
             }
         } catch let error as GPXError {
-            throw CommandFailure.badData(messageNamingInput(error.message))
+            throw CommandFailure.badData(messageNamingInput(error.description))
         }
         if chosen == nil {
             // The first pass only counts: the drawing passes then read the one kind chosen here.
@@ -187,7 +187,7 @@ final class PlotInput {
     // MARK: Opening
 
     private func messageNamingInput(_ message: String) -> String {
-        spool == nil ? message : message.replacingOccurrences(of: path, with: name)
+        path == name ? message : message.replacingOccurrences(of: path, with: name)
     }
 
     /// Finds the kind from the first bytes: `<` (after a byte order mark and white space) is GPX, `{` is

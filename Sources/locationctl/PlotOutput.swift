@@ -11,7 +11,8 @@ import LocationCommandLine
 /// Unlike the event outputs, which open the path itself so that a live file grows as fixes arrive, a picture
 /// is written to a temporary file beside the path and renamed over it at the end: a plot that fails halfway
 /// (bad input, a full disk) leaves an existing picture as it was. The new file gets the mode of the one it
-/// replaces, or 0600 (a track is personal data). A directory or a device is refused; a FIFO is written to.
+/// replaces, or 0600 (a track is personal data); a symbolic link is followed, and the file it points to
+/// replaced. A directory or a device is refused; a FIFO is written to.
 final class PlotOutput {
     /// The name used in messages.
     let name: String
@@ -46,8 +47,14 @@ final class PlotOutput {
             rename = nil
             return
         }
-        let directory = argument.contains("/") ? String(argument[..<argument.lastIndex(of: "/")!]) : "."
-        let base = argument.split(separator: "/").last.map(String.init) ?? "plot"
+        // A symbolic link stays a link: the file it points to is the one replaced.
+        var target = argument
+        if exists, let resolved = realpath(argument, nil) {
+            target = String(cString: resolved)
+            free(resolved)
+        }
+        let directory = target.contains("/") ? String(target[..<target.lastIndex(of: "/")!]) : "."
+        let base = target.split(separator: "/").last.map(String.init) ?? "plot"
         var template = Array("\(directory.isEmpty ? "/" : directory)/.\(base).XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else {
@@ -57,7 +64,7 @@ final class PlotOutput {
         // mkstemp makes 0600; a picture that replaces a file keeps that file's mode.
         if exists, type == S_IFREG { _ = fchmod(fd, info.st_mode & 0o7777) }
         descriptor = fd
-        rename = (temporary, argument)
+        rename = (temporary, target)
     }
 
     deinit {

@@ -56,6 +56,15 @@ import TrackPlot
         }
     }
 
+    @Test func anOutAndBackLineKeepsItsTurningPoint() {
+        // Out to x = 300 and back to x = 100 along the same row: every point is on the line from start to end.
+        let out: [PathDecimator.Pixel] = (0...300).map { (x: Double($0), y: 50) }
+        let back: [PathDecimator.Pixel] = (100..<300).reversed().map { (x: Double($0), y: 50) }
+        let kept = decimate(out + back)
+        #expect(kept.contains { $0.x == 300 }, "the turning point is gone: \(kept)")
+        #expect(kept.count == 3)
+    }
+
     @Test func aPointTooCloseToTheLastStillEndsTheLine() {
         let kept = decimate([(0, 0), (10, 0), (10.1, 0)])
         #expect(kept.last! == (10.1, 0))
