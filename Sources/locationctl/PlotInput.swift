@@ -76,13 +76,11 @@ final class PlotInput {
         let reader: GPXReader
         do { reader = try GPXReader(contentsOf: path) } catch { throw CommandFailure.missingInput(messageNamingInput(error.description)) }
         var counts: [GPXPoint.Kind: Int] = [:]
-        let chosen = gpxKind
+        // Track points are drawn when there are any; the first read finds out, drawing them as it goes.
+        let chosen = gpxKind ?? .trackPoint
         do {
             try reader.forEach { point in
-                guard let chosen else {
-                    counts[point.kind, default: 0] += 1
-                    return
-                }
+                counts[point.kind, default: 0] += 1
                 guard point.kind == chosen else { return }
                 let item = PlotPoint(
                     latitude: point.latitude, longitude: point.longitude, time: point.time?.timeIntervalSince1970,
@@ -95,11 +93,10 @@ final class PlotInput {
         } catch let error as GPXError {
             throw CommandFailure.badData(messageNamingInput(error.description))
         }
-        if chosen == nil {
-            // The first pass only counts: the drawing passes then read the one kind chosen here.
+        if gpxKind == nil {
+            // Without track points, route points, else waypoints: read again for them (nothing was drawn).
             gpxKind = [.trackPoint, .routePoint, .waypoint].first { counts[$0, default: 0] > 0 }
-            guard gpxKind != nil else { return }
-            try readGPX(visit)
+            if let kind = gpxKind, kind != .trackPoint { try readGPX(visit) }
         }
     }
 
