@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LocationCommandLine
 import LocationCore
+import LocationService
 import TrackPlot
 
 #if canImport(Glibc)
@@ -62,10 +63,9 @@ struct Plot: AsyncParsableCommand {
             signal(SIGPIPE, SIG_IGN)
             let input = try PlotInput(file)
             let destination = try PlotOutput(output)
-            let title = file == "-" ? "standard input" : (file.split(separator: "/").last.map(String.init) ?? file)
             do {
                 try TrackPlotter.render(
-                    name: title, width: try width, height: try height,
+                    name: input.title, width: try width, height: try height,
                     items: { visit in try input.read(visit) },
                     write: { bytes in try destination.write(bytes) })
             } catch is PlotOutput.ReaderGone {
@@ -74,6 +74,7 @@ struct Plot: AsyncParsableCommand {
                 throw error.code == .invalidOption ? CommandFailure.usage(error.message) : CommandFailure.badData(error.message)
             }
             try destination.commit()
+            for note in input.notes { EventWriter.writeToStandardError("locationctl: \(TerminalText.escaped(note))\n") }
         }
     }
 }

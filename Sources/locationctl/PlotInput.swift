@@ -20,8 +20,10 @@ final class PlotInput {
         case gpx, jsonLines
     }
 
-    /// The name used in messages and the title.
+    /// The name used in messages.
     let name: String
+    /// The name shown in the title: the file's name, or the path as given for a pipe (`/dev/fd/63`).
+    let title: String
     /// What the file holds, found from its first bytes.
     let kind: Kind
     /// A path that reads the input from its start each time it is opened.
@@ -29,10 +31,13 @@ final class PlotInput {
     private let spool: Int32?
     /// The GPX points to draw: track points, else route points, else waypoints (chosen in the first pass).
     private var gpxKind: GPXPoint.Kind?
-    /// Lines of an unknown event type skipped (a newer version's); said once.
-    private var skippedUnknown = 0
-    /// Whether the warning about a cut-off last line was given.
-    private var warnedTruncated = false
+    /// What was left out of the drawing, one line each, said once the picture is made (a failure says only
+    /// why it failed).
+    private(set) var notes: [String] = []
+    /// Lines of an unknown event type skipped (a newer version's), counted in the first read.
+    private var skippedUnknown: Int?
+    /// Whether the note about a cut-off last line was made.
+    private var notedTruncated = false
 
     /// The longest JSON line accepted: far above any event, small enough to bound memory.
     private static let maximumLineLength = 1 << 20
@@ -50,10 +55,12 @@ final class PlotInput {
             guard access(given, R_OK) == 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
             path = given
             spool = nil
+            title = argument == "-" ? name : (argument.split(separator: "/").last.map(String.init) ?? argument)
         } else {
             let copy = try Self.copyToTemporaryFile(given, name: name)
             spool = copy
             path = "/proc/self/fd/\(copy)"
+            title = name
         }
         kind = try Self.detect(path, name: name)
     }
@@ -129,9 +136,9 @@ final class PlotInput {
             }
         }
         if !line.isEmpty { try decode(line, number: number + 1, isLast: true, skipped: &skipped, visit) }
-        if skipped > 0, skippedUnknown == 0 {
+        if skippedUnknown == nil {
             skippedUnknown = skipped
-            EventWriter.writeToStandardError("locationctl: \(name): skipped \(skipped) line\(skipped == 1 ? "" : "s") of an event type this version does not know\n")
+            if skipped > 0 { notes.append("\(name): skipped \(skipped) line\(skipped == 1 ? "" : "s") of an event type this version does not know") }
         }
     }
 
@@ -142,9 +149,9 @@ final class PlotInput {
         do throws(LocationError) { event = try ServiceEventDecoder.eventIfKnown(line) } catch {
             if isLast {
                 // A watch cut off mid-line (Ctrl-C, kill) leaves a partial last line: drawn without it.
-                if !warnedTruncated {
-                    warnedTruncated = true
-                    EventWriter.writeToStandardError("locationctl: \(name) line \(number): the last line is incomplete and is left out\n")
+                if !notedTruncated {
+                    notedTruncated = true
+                    notes.append("\(name) line \(number): the last line is incomplete and is left out")
                 }
                 return
             }
