@@ -10,15 +10,16 @@ import LocationCommandLine
 ///
 /// Unlike the event outputs, which open the path itself so that a live file grows as fixes arrive, a picture
 /// is written to a temporary file beside the path and renamed over it at the end: a plot that fails halfway
-/// (bad input, a full disk) leaves an existing picture as it was. The new file gets the mode of the one it
+/// (bad input, a full disk, a kill) leaves an existing picture as it was, and no temporary file behind. The new file gets the mode of the one it
 /// replaces, or 0600 (a track is personal data); a symbolic link is followed, and the file it points to
 /// replaced. A directory or a device is refused; a FIFO is written to.
 final class PlotOutput {
     /// The name used in messages.
     let name: String
     private let descriptor: Int32
-    /// The temporary file and the path it becomes, when writing a regular file.
-    private let rename: (temporary: String, final: String)?
+    /// When writing a regular file: the named temporary file (`nil` for a nameless one), the name a nameless
+    /// one is linked to before the rename, and the path it becomes.
+    private let rename: (named: String?, linkName: String, final: String)?
     private var closed = false
 
     /// Opens the output.
@@ -55,22 +56,32 @@ final class PlotOutput {
         }
         let directory = target.contains("/") ? String(target[..<target.lastIndex(of: "/")!]) : "."
         let base = target.split(separator: "/").last.map(String.init) ?? "plot"
-        var template = Array("\(directory.isEmpty ? "/" : directory)/.\(base).XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let folder = directory.isEmpty ? "/" : directory
+        // A nameless file (O_TMPFILE) leaves nothing behind if the process is killed while drawing; it gets a
+        // name only at the end. Where the file system cannot make one, a named temporary file is used.
+        var fd = open(folder, Self.temporaryFileFlag | O_WRONLY | O_CLOEXEC, 0o600)
+        var named: String?
+        if fd < 0, [EINVAL, EOPNOTSUPP, EISDIR].contains(errno) {
+            var template = Array("\(folder)/.\(base).XXXXXX".utf8CString)
+            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            if fd >= 0 { named = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } }
+        }
         guard fd >= 0 else {
             throw CommandFailure.cannotCreate("cannot create \(argument): \(String(cString: strerror(errno)))")
         }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        // mkstemp makes 0600; a picture that replaces a file keeps that file's mode.
+        // A new file is 0600; a picture that replaces a file keeps that file's mode.
         if exists, type == S_IFREG { _ = fchmod(fd, info.st_mode & 0o7777) }
         descriptor = fd
-        rename = (temporary, target)
+        rename = (named, "\(folder)/.\(base).\(getpid()).tmp", target)
     }
+
+    /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY` in Linux's generic flags), which Swift does not import.
+    private static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
     deinit {
         if !closed, let rename {
             Glibc.close(descriptor)
-            unlink(rename.temporary)
+            if let named = rename.named { unlink(named) }
         }
     }
 
@@ -92,21 +103,34 @@ final class PlotOutput {
         }
     }
 
-    /// Completes the output: a file is flushed to disk and renamed over the path.
+    /// Completes the output: a file is flushed to disk, given a name and renamed over the path.
     func commit() throws(CommandFailure) {
         guard let rename, !closed else { return }
         closed = true
-        let synced = fsync(descriptor) == 0
-        let reason = String(cString: strerror(errno))
-        let closedCleanly = Glibc.close(descriptor) == 0
-        guard synced, closedCleanly else {
-            unlink(rename.temporary)
-            throw CommandFailure.ioError("cannot write to \(name): \(reason)")
+        func fail(_ failure: CommandFailure, _ temporary: String?) -> CommandFailure {
+            if let temporary { unlink(temporary) }
+            return failure
         }
-        guard Glibc.rename(rename.temporary, rename.final) == 0 else {
+        if fsync(descriptor) != 0 {
             let reason = String(cString: strerror(errno))
-            unlink(rename.temporary)
-            throw CommandFailure.cannotCreate("cannot replace \(name): \(reason)")
+            Glibc.close(descriptor)
+            throw fail(.ioError("cannot write to \(name): \(reason)"), rename.named)
+        }
+        var temporary = rename.named
+        if temporary == nil {
+            unlink(rename.linkName)
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, rename.linkName, AT_SYMLINK_FOLLOW) == 0 else {
+                let reason = String(cString: strerror(errno))
+                Glibc.close(descriptor)
+                throw CommandFailure.cannotCreate("cannot create \(name): \(reason)")
+            }
+            temporary = rename.linkName
+        }
+        guard Glibc.close(descriptor) == 0 else {
+            throw fail(.ioError("cannot write to \(name): \(String(cString: strerror(errno)))"), temporary)
+        }
+        guard let temporary, Glibc.rename(temporary, rename.final) == 0 else {
+            throw fail(.cannotCreate("cannot replace \(name): \(String(cString: strerror(errno)))"), temporary)
         }
     }
 
