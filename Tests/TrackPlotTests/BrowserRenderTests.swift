@@ -104,8 +104,9 @@ import TrackPlot
         let svg = try PlotFixtures.svg(items, name: "square", width: Double(width), height: Double(height))
         let svgURL = directory.appendingPathComponent("square.svg"), pngURL = directory.appendingPathComponent("square.png")
         try svg.write(to: svgURL, atomically: true, encoding: .utf8)
-        _ = try run(chromium, [
-            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
+        // `timeout` ends a browser that hangs, so the test fails instead of waiting for ever.
+        _ = try run("/usr/bin/timeout", [
+            "120", chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
             "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
             "--screenshot=\(pngURL.path)", "--window-size=\(width),\(height)", svgURL.absoluteString,
         ])
