@@ -84,7 +84,14 @@ struct TrackDrawing {
             """)
         // Accuracy circles lie under the line but are only known while it is drawn: they are defined at the
         // end and shown here.
-        if summary.hasAccuracy { text("<use href=\"#accuracy\" xlink:href=\"#accuracy\"/>\n") }
+        if summary.hasAccuracy {
+            // Kept inside the plot area: a wide circle at the edge would cover the title or the legend.
+            text("""
+                <clipPath id="plot"><rect x="\(SVGText.number(frame.plotLeft))" y="\(SVGText.number(frame.plotTop))" width="\(SVGText.number(frame.plotWidth))" height="\(SVGText.number(frame.plotHeight))"/></clipPath>
+                <use href="#accuracy" xlink:href="#accuracy" clip-path="url(#plot)"/>
+
+                """)
+        }
         text("<g id=\"track\">\n")
     }
 
