@@ -10,7 +10,6 @@ let package = Package(
         .library(name: "LocationTesting", targets: ["LocationTesting"]),
         .library(name: "LocationGPSD", targets: ["LocationGPSD"]),
         .library(name: "LocationGPX", targets: ["LocationGPX"]),
-        .library(name: "LocationService", targets: ["LocationService"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
         .executable(name: "locationd", targets: ["locationd"]),
         .library(name: "LocationControl", targets: ["LocationControl"]),
@@ -85,19 +84,15 @@ let package = Package(
             name: "LocationGPSD",
             dependencies: ["LocationCore", "CGPS"]
         ),
+        // What locationctl and locationd share (configuration, the app session, output, command-line
+        // options); internal, not a product.
         .target(
             name: "LocationService",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationControl",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Yams", package: "Yams"),
-            ]
-        ),
-        .target(
-            name: "LocationCommandLine",
-            dependencies: [
-                "LocationCore", "LocationGPX", "LocationService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
@@ -113,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "locationctl",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine", "TrackPlot",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "TrackPlot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
@@ -121,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "locationd",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationCommandLine",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+import LocationCore
+
 /// A failure of the control socket: a stable machine-readable ``code`` and a message a person can act on.
 ///
 /// The same type describes local failures (a bind that was refused, a client that timed out) and failures
@@ -36,6 +38,9 @@ public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
 
         /// The raw value.
         public var description: String { rawValue }
+
+        /// The code of a location error the daemon reported, such as `no-fix`.
+        public init(_ code: LocationError.Code) { self.rawValue = code.rawValue }
 
         /// Nothing listens on the socket path: the file is missing or the connection was refused.
         public static let notListening: Code = "not-listening"

@@ -104,7 +104,7 @@ public struct ControlReply: Sendable, Hashable {
 
     /// A failure reply carrying a location error's code (e.g. `no-fix`) and message.
     public static func failure(_ error: LocationError) -> ControlReply {
-        failure(ControlError.Code(rawValue: error.code.rawValue), error.message)
+        failure(ControlError.Code(error.code), error.message)
     }
 
     // MARK: - Encoding

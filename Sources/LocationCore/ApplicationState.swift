@@ -32,3 +32,16 @@ public enum ApplicationEvent: String, Sendable, Hashable, Codable, CaseIterable 
     /// The application is about to terminate.
     case willTerminate
 }
+
+extension ApplicationEvent {
+    /// The state an application is in right after (or, for "will" messages, during) this message.
+    public var resultingState: ApplicationState {
+        switch self {
+        case .didFinishLaunching, .willResignActive, .willEnterForeground: .inactive
+        case .didBecomeActive: .active
+        case .didEnterBackground: .background
+        case .didSuspend: .suspended
+        case .willTerminate: .notRunning
+        }
+    }
+}

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Fans values out to any number of `AsyncStream` subscribers, each with its own buffer.
 ///
 /// With a `bufferLimit`, a subscriber that falls further behind loses its oldest buffered values, each
@@ -10,6 +12,8 @@ package final class Broadcast<Element: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
+    /// The number of subscribers, readable without the lock: most values are yielded to nobody.
+    private let subscriberTotal = Atomic<Int>(0)
     private let bufferLimit: Int?
     private let onDrop: @Sendable (Element) -> Void
 
@@ -27,6 +31,7 @@ package final class Broadcast<Element: Sendable>: Sendable {
             guard !state.isFinished else { return nil }
             state.nextID += 1
             state.subscribers[state.nextID] = continuation
+            subscriberTotal.store(state.subscribers.count, ordering: .releasing)
             return state.nextID
         }
         guard let id else {
@@ -34,16 +39,21 @@ package final class Broadcast<Element: Sendable>: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            guard let self else { return }
+            self.state.withLock { state in
+                state.subscribers.removeValue(forKey: id)
+                self.subscriberTotal.store(state.subscribers.count, ordering: .releasing)
+            }
         }
         return stream
     }
 
     /// Sends a value to every current subscriber.
     package func yield(_ element: Element) {
-        // Nothing to copy, and no allocation, on the common path of a delegate without `updates` consumers.
-        let subscribers = state.withLock { $0.subscribers.isEmpty ? [] : Array($0.subscribers.values) }
-        for subscriber in subscribers {
+        // No lock, nothing to copy and no allocation on the common path of a delegate without iterators.
+        guard subscriberTotal.load(ordering: .acquiring) > 0 else { return }
+        let current = state.withLock { Array($0.subscribers.values) }
+        for subscriber in current {
             if case .dropped(let oldest) = subscriber.yield(element) { onDrop(oldest) }
         }
     }
@@ -52,14 +62,17 @@ package final class Broadcast<Element: Sendable>: Sendable {
     package func finish(permanently: Bool = true) {
         let subscribers = state.withLock { state in
             if permanently { state.isFinished = true }
-            defer { state.subscribers.removeAll() }
+            defer {
+                state.subscribers.removeAll()
+                subscriberTotal.store(0, ordering: .releasing)
+            }
             return Array(state.subscribers.values)
         }
         for subscriber in subscribers { subscriber.finish() }
     }
 
     /// How many subscribers are attached.
-    package var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    package var subscriberCount: Int { subscriberTotal.load(ordering: .acquiring) }
 }
 
 /// An `AsyncSequence` that subscribes to a broadcast when iteration begins.

@@ -10,11 +10,11 @@ import Foundation
 ///
 /// When more than ``capacity`` fixes are appended the oldest are dropped and counted in
 /// ``droppedCount``, never silently.
-public struct LocationBatch: Sendable {
+package struct LocationBatch: Sendable {
     /// The most fixes held at once.
-    public let capacity: Int
+    package let capacity: Int
     /// How many fixes one chunk holds; a full chunk is trimmed to its exact size.
-    public static let chunkSize = 4096
+    package static let chunkSize = 4096
 
     private struct Chunk: Sendable {
         var bytes: [UInt8] = []
@@ -30,23 +30,23 @@ public struct LocationBatch: Sendable {
     private var sourceIndex: [String: Int] = [:]
 
     /// How many fixes are held.
-    public private(set) var count = 0
+    package private(set) var count = 0
     /// How many fixes were dropped for lack of room since the batch was last drained.
-    public private(set) var droppedCount = 0
+    package private(set) var droppedCount = 0
 
     /// Creates an empty batch that holds at most `capacity` fixes (at least 1).
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     /// Whether no fix is held.
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// Bytes used by the encoded fixes (not counting the small per-chunk and per-source overhead).
-    public var encodedBytes: Int { chunks.reduce(0) { $0 + $1.bytes.capacity } }
+    package var encodedBytes: Int { chunks.reduce(0) { $0 + $1.bytes.capacity } }
 
     /// Holds a fix; drops the oldest if the batch is full.
-    public mutating func append(_ location: Location) {
+    package mutating func append(_ location: Location) {
         if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkSize {
             if !chunks.isEmpty {
                 // Trim the finished chunk: growth by doubling may have left up to half of it unused.
@@ -66,13 +66,13 @@ public struct LocationBatch: Sendable {
     }
 
     /// Holds every fix of a sequence, in order.
-    public mutating func append(contentsOf locations: some Sequence<Location>) {
+    package mutating func append(contentsOf locations: some Sequence<Location>) {
         for location in locations { append(location) }
     }
 
     /// Removes and returns the held fixes oldest first (by fix time, stable), without duplicates
     /// (same fix time and coordinate), together with the number dropped by overflow.
-    public mutating func drain() -> (locations: [Location], dropped: Int) {
+    package mutating func drain() -> (locations: [Location], dropped: Int) {
         var result = decodeAll()
         let dropped = droppedCount
         self = LocationBatch(capacity: capacity)
@@ -81,7 +81,7 @@ public struct LocationBatch: Sendable {
     }
 
     /// The held fixes in arrival order, without removing them.
-    public func peek() -> [Location] {
+    package func peek() -> [Location] {
         decodeAll()
     }
 

@@ -1,36 +1,73 @@
 /// An error from the location service: a stable machine-readable ``code`` and a message a person can act on.
 public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure. The raw values are stable and appear in JSON output.
-    public enum Code: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The kind of failure: a stable code whose raw value appears in JSON output.
+    ///
+    /// Extensible, as server libraries' error codes are: a code another version or another program wrote
+    /// (a daemon's reply) is kept as it is rather than refused, and compares equal to the known code of
+    /// the same spelling.
+    public struct Code: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, ExpressibleByStringLiteral,
+        CustomStringConvertible
+    {
+        /// The code as it appears in JSON, for example `no-fix`.
+        public var rawValue: String
+
+        /// Creates a code from its JSON spelling.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// Creates a code from a string literal.
+        public init(stringLiteral value: String) { self.rawValue = value }
+
+        /// Decodes a code from a JSON string.
+        public init(from decoder: any Decoder) throws {
+            rawValue = try decoder.singleValueContainer().decode(String.self)
+        }
+
+        /// Encodes the code as a JSON string.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+
+        /// The raw value.
+        public var description: String { rawValue }
+
+        /// Whether this version of the library defines the code.
+        public var isKnown: Bool { Self.allCases.contains(self) }
+
         /// The source (gpsd, a file) could not be reached or opened.
-        case sourceUnavailable = "source-unavailable"
+        public static let sourceUnavailable: Code = "source-unavailable"
         /// The source was working and stopped delivering data, or delivered data that made no sense.
-        case sourceFailed = "source-failed"
+        public static let sourceFailed: Code = "source-failed"
         /// The source delivered data again after a failure.
-        case sourceRecovered = "source-recovered"
+        public static let sourceRecovered: Code = "source-recovered"
         /// No fix arrived within the allowed time.
-        case noFix = "no-fix"
+        public static let noFix: Code = "no-fix"
         /// The receiver had a fix and lost it.
-        case fixLost = "fix-lost"
+        public static let fixLost: Code = "fix-lost"
         /// An application lifecycle transition that is not allowed from the current state.
-        case invalidTransition = "invalid-transition"
+        public static let invalidTransition: Code = "invalid-transition"
         /// Held locations were dropped because the batch reached its capacity.
-        case batchOverflow = "batch-overflow"
+        public static let batchOverflow: Code = "batch-overflow"
         /// The journal could not be read or written.
-        case journalIO = "journal-io"
+        public static let journalIO: Code = "journal-io"
         /// The journal had a damaged or truncated tail; the valid prefix was kept.
-        case journalCorrupt = "journal-corrupt"
+        public static let journalCorrupt: Code = "journal-corrupt"
         /// A request was cancelled before it completed.
-        case cancelled = "cancelled"
+        public static let cancelled: Code = "cancelled"
         /// A configuration value is out of range.
-        case invalidConfiguration = "invalid-configuration"
+        public static let invalidConfiguration: Code = "invalid-configuration"
         /// Input data is malformed.
-        case invalidData = "invalid-data"
+        public static let invalidData: Code = "invalid-data"
         /// A consumer did not keep up, so fixes waiting for it were dropped; the message says how many.
-        case consumerOverrun = "consumer-overrun"
+        public static let consumerOverrun: Code = "consumer-overrun"
         /// The receiver's clock jumped (a reset, a GPS week-number rollover) and the new timeline was
         /// confirmed by the fixes after it, or a rollover was corrected; the message gives both times.
-        case clockJump = "clock-jump"
+        public static let clockJump: Code = "clock-jump"
+
+        /// Every code this version of the library defines.
+        public static let allCases: [Code] = [
+            .sourceUnavailable, .sourceFailed, .sourceRecovered, .noFix, .fixLost, .invalidTransition, .batchOverflow, .journalIO, .journalCorrupt, .cancelled, .invalidConfiguration, .invalidData, .consumerOverrun, .clockJump,
+        ]
     }
 
     /// What went wrong, as a stable code.

@@ -38,11 +38,11 @@ import Foundation
 /// A journal has one owner: opening takes an exclusive lock (`flock`) on `PATH.lock`, which holds the
 /// owner's pid, for as long as the journal is open. A second process that opens the same journal is refused
 /// with the holder's pid, instead of writing into a file another one truncates.
-public final class LocationJournal: Sendable {
+package final class LocationJournal: Sendable {
     /// The journal file.
-    public let path: String
+    package let path: String
     /// The longest time an appended fix waits for `fsync`.
-    public let syncInterval: Duration
+    package let syncInterval: Duration
 
     private struct State {
         var handle: FileHandle?
@@ -59,26 +59,26 @@ public final class LocationJournal: Sendable {
     static let maxPayload = 4096
 
     /// What was found in an existing journal when it was opened.
-    public struct Contents: Sendable {
+    package struct Contents: Sendable {
         /// The fixes of every valid record, in file order.
-        public var locations: [Location]
+        package var locations: [Location]
         /// What was wrong with the tail (or the whole file), if anything; the valid prefix is kept.
-        public var problem: LocationError?
+        package var problem: LocationError?
     }
 
     /// What opening a journal found, when its fixes were handed over one by one instead of collected.
-    public struct LoadSummary: Sendable {
+    package struct LoadSummary: Sendable {
         /// How many fixes the journal held (every valid record, those after damage included).
-        public var count: Int
+        package var count: Int
         /// What was wrong with the tail (or the whole file), if anything; the valid records are kept.
-        public var problem: LocationError?
+        package var problem: LocationError?
     }
 
     /// Opens (creating if needed) the journal at `path` and reads what it holds into an array.
     ///
     /// For a journal that may be large, ``open(path:syncInterval:clock:loading:)`` hands each fix over as it
     /// is read instead, so that memory stays bounded by what the caller keeps.
-    public static func open(
+    package static func open(
         path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()
     ) throws(LocationError) -> (journal: LocationJournal, contents: Contents) {
         var locations: [Location] = []
@@ -90,7 +90,7 @@ public final class LocationJournal: Sendable {
     ///
     /// The file is read through a window of about 1 MiB, so opening a journal of any size (a sparse 6 GB
     /// file included) costs constant memory beyond what `load` keeps.
-    public static func open(
+    package static func open(
         path: String, syncInterval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock(),
         loading load: (Location) -> Void
     ) throws(LocationError) -> (journal: LocationJournal, summary: LoadSummary) {
@@ -367,10 +367,10 @@ public final class LocationJournal: Sendable {
     package var hasUnsyncedWrites: Bool { state.withLock { $0.unsyncedSince != nil } }
 
     /// How many records the journal holds.
-    public var count: Int { state.withLock { $0.recordCount } }
+    package var count: Int { state.withLock { $0.recordCount } }
 
     /// Appends one fix with a single write; schedules an `fsync` within ``syncInterval``.
-    public func append(_ location: Location) throws(LocationError) {
+    package func append(_ location: Location) throws(LocationError) {
         var record: [UInt8] = []
         record.reserveCapacity(160)
         Self.encodeRecord(location, into: &record)
@@ -378,7 +378,7 @@ public final class LocationJournal: Sendable {
     }
 
     /// Appends several fixes with a single write.
-    public func append(contentsOf locations: [Location]) throws(LocationError) {
+    package func append(contentsOf locations: [Location]) throws(LocationError) {
         guard !locations.isEmpty else { return }
         var records: [UInt8] = []
         records.reserveCapacity(locations.count * 128)
@@ -419,7 +419,7 @@ public final class LocationJournal: Sendable {
     }
 
     /// Forces written fixes to disk now.
-    public func sync() {
+    package func sync() {
         state.withLock { syncLocked(&$0) }
     }
 
@@ -432,7 +432,7 @@ public final class LocationJournal: Sendable {
     }
 
     /// Removes every record (after they were delivered) and syncs.
-    public func clear() throws(LocationError) {
+    package func clear() throws(LocationError) {
         let result: Result<Void, LocationError> = state.withLock { state in
             guard let handle = state.handle else { return .success(()) }
             do {
@@ -454,7 +454,7 @@ public final class LocationJournal: Sendable {
     ///
     /// With nothing to keep this is ``clear()``. Otherwise the new records go to `PATH.tmp`, which is
     /// synced and renamed over the journal, and the directory is synced.
-    public func replaceContents(with locations: [Location]) throws(LocationError) {
+    package func replaceContents(with locations: [Location]) throws(LocationError) {
         guard !locations.isEmpty else { return try clear() }
         var bytes = Self.magic
         bytes.reserveCapacity(bytes.count + locations.count * 128)
@@ -522,7 +522,7 @@ public final class LocationJournal: Sendable {
     }
 
     /// Syncs and closes the file; later appends fail.
-    public func close() {
+    package func close() {
         state.withLock { state in
             syncLocked(&state)
             try? state.handle?.close()

@@ -4,18 +4,23 @@ import Logging
 /// The sequence of location deliveries: each element is exactly what the delegate got in one call.
 public typealias LocationUpdates = BroadcastSequence<[Location]>
 
+/// The sequence of everything a manager tells its app, in order (see ``LocationEvent``).
+public typealias LocationEvents = BroadcastSequence<LocationEvent>
+
 /// Reads fixes from a ``LocationSource``, applies the accuracy policy of the app's lifecycle state, and
-/// delivers locations to a delegate and to ``updates``.
+/// tells the app through one ordered stream of ``LocationEvent``s: ``events``, and the delegate, which is
+/// an adapter over the same stream.
 ///
 /// - In the foreground the **high** policy runs the source continuously and delivers every epoch,
 ///   thinned only by ``distanceFilter``.
 /// - In the background (``executingInBackground``) the **reduced** policy duty-cycles the source (see
-///   ``ReducedAccuracyPolicy``); with ``allowsBackgroundLocationUpdates`` the app keeps getting these
-///   fixes live, otherwise it is suspended after the grace period.
-/// - While **suspended**, fixes are held in a compact bounded batch (and journaled, if a journal path is
-///   configured). On `willEnterForeground` the batch is delivered as one `didUpdateLocations` call, oldest
-///   first, without duplicates, before any new live fix. A journal left by a crash is loaded at start and
-///   delivered the same way on the next foreground, exactly once.
+///   ``ReducedAccuracyPolicy``). With ``allowsBackgroundLocationUpdates`` (the background location
+///   mode) the app gets these fixes live, even when suspended, as iOS wakes a suspended app for each
+///   location event. Without it, no location reaches the app from `didEnterBackground` on.
+/// - Fixes that do not reach the app are **held** in a compact bounded batch (and journaled, if a journal
+///   path is configured). On `willEnterForeground` the batch is delivered as one event, oldest first,
+///   without duplicates, before any new live fix. A journal left by a crash is loaded at start and
+///   delivered the same way when the app is next in the foreground, exactly once.
 public final class LocationManager: Sendable {
     /// Where fixes come from.
     public let source: any LocationSource
@@ -35,7 +40,10 @@ public final class LocationManager: Sendable {
         /// Journal appends failed in a row (see `journal(_:_:)`).
         var journalFailures = 0
         var policy: AccuracyPolicy
-        var isHolding: Bool
+        /// Whether the app runs in the background (from didEnterBackground until willEnterForeground).
+        var inBackground: Bool
+        /// Whether the batch holds fixes restored from the journal rather than held in this run.
+        var batchIsRestored = false
         var location: Location?
         var lastAccepted: Location?
         var context: LocationSourceContext?
@@ -48,10 +56,13 @@ public final class LocationManager: Sendable {
         var totalDropped = 0
         var pendingErrors: [LocationError] = []
         var keepsAppRunning = false
+        /// When ``location`` was received, on the manager's clock.
+        var locationReceivedAt: Duration?
     }
 
     private let state: Locked<State>
     private let delivery = SerialDelivery()
+    private let eventBroadcast: Broadcast<LocationEvent>
     private let broadcast: Broadcast<[Location]>
     /// Locations that slow `updates` consumers lost: (total, whether the loss was logged yet).
     private let missedUpdates = Locked((count: 0, logged: false))
@@ -59,7 +70,8 @@ public final class LocationManager: Sendable {
     private let timeline: Timeline
     private let journal: LocationJournal?
     private let logger: Logger
-    private let hookID: Locked<Int?> = Locked(nil)
+    /// Relays the application's lifecycle messages; held here, registered weakly with the application.
+    private let lifecycleRelay: LifecycleRelay
 
     /// Creates a manager; loads the journal if one is configured and holds what it contains.
     ///
@@ -79,22 +91,26 @@ public final class LocationManager: Sendable {
         self.logger = logger
         let missedUpdates = self.missedUpdates
         let limit = configuration.updatesBufferLimit
-        self.broadcast = Broadcast(bufferLimit: limit) { dropped in
+        let noteDropped: @Sendable (Int, String) -> Void = { count, sequence in
             let first = missedUpdates.withLock { missed -> Bool in
-                missed.count += dropped.count
+                missed.count += count
                 defer { missed.logged = true }
                 return !missed.logged
             }
             if first {
                 logger.warning(
-                    "a consumer of updates fell more than \(limit) deliveries behind; its oldest are dropped and counted in missedUpdateCount")
+                    "a consumer of \(sequence) fell more than \(limit) elements behind; its oldest are dropped and counted in missedUpdateCount")
             }
+        }
+        self.broadcast = Broadcast(bufferLimit: limit) { noteDropped($0.count, "updates") }
+        self.eventBroadcast = Broadcast(bufferLimit: limit) { dropped in
+            if case .locations(let locations, _) = dropped { noteDropped(locations.count, "events") }
         }
         let appState = application.applicationState
         var initial = State(
             configuration: configuration,
             policy: appState == .background || appState == .suspended ? .reduced : .high,
-            isHolding: appState == .suspended,
+            inBackground: appState == .background || appState == .suspended,
             batch: LocationBatch(capacity: configuration.batchCapacity))
         if let path = configuration.journalPath {
             // A large journal (or a damaged one with a long tail) takes a while to scan: say so first.
@@ -107,6 +123,7 @@ public final class LocationManager: Sendable {
                 path: path, syncInterval: configuration.journalSyncInterval, clock: clock
             ) { batch.append($0) }
             initial.batch = batch
+            initial.batchIsRestored = !batch.isEmpty
             journal = opened.journal
             if let problem = opened.summary.problem {
                 logger.warning("\(problem.message)")
@@ -122,20 +139,22 @@ public final class LocationManager: Sendable {
             journal = nil
         }
         state = Locked(initial)
+        lifecycleRelay = LifecycleRelay()
         // `unowned` rather than `weak`, which costs a side-table load per fix: the handler only runs inside
         // `delivery.drain()`, and only this manager's own methods drain, so the manager is alive then.
-        delivery.setLocationHandler { [unowned self, broadcast] locations in
+        delivery.setEventHandler { [unowned self, broadcast, eventBroadcast] event in
             if let delegate = self.delegate {
-                delegate.locationManager(self, didUpdateLocations: locations)
+                delegate.locationManager(self, didReceive: event)
             }
-            broadcast.yield(locations)
+            eventBroadcast.yield(event)
+            if case .locations(let locations, _) = event { broadcast.yield(locations) }
         }
-        let id = application.addHook { [weak self] event in self?.handle(event) }
-        hookID.withLock { $0 = id }
+        lifecycleRelay.manager = self
+        application.addObserver(lifecycleRelay)
     }
 
     deinit {
-        if let id = hookID.value { application.removeHook(id) }
+        application.removeObserver(lifecycleRelay)
         let leftovers = state.withLock { state -> [Request] in
             state.sourceTask?.cancel()
             defer { state.requests.removeAll() }
@@ -146,6 +165,7 @@ public final class LocationManager: Sendable {
             request.continuation.resume(throwing: LocationError(.cancelled, "the location manager went away"))
         }
         broadcast.finish()
+        eventBroadcast.finish()
     }
 
     // MARK: - Properties
@@ -166,17 +186,22 @@ public final class LocationManager: Sendable {
         }
     }
 
-    /// Every delivery from the moment iteration begins, for any number of consumers. Iteration ends
-    /// when the source runs out (a replay reached its end) or the manager goes away.
+    /// Every event from the moment iteration begins, in the order it happened, for any number of
+    /// consumers: the same events the delegate gets, in the same order. Iteration ends when the source
+    /// runs out (a replay reached its end) or the manager goes away.
     ///
-    /// Each consumer has its own buffer of at most
-    /// ``LocationManagerConfiguration/updatesBufferLimit`` deliveries, so a consumer that stops reading
-    /// cannot make memory grow without bound: when it falls further behind, its oldest deliveries are
-    /// dropped and counted in ``missedUpdateCount``. The delegate is never skipped.
+    /// Each consumer has its own buffer of at most ``LocationManagerConfiguration/updatesBufferLimit``
+    /// events, so a consumer that stops reading cannot make memory grow without bound: when it falls
+    /// further behind, its oldest events are dropped and their locations counted in
+    /// ``missedUpdateCount``. The delegate is never skipped.
+    public var events: LocationEvents { BroadcastSequence(eventBroadcast) }
+
+    /// Only the locations of ``events``: each element is what one `didUpdateLocations` call carried, held
+    /// batch or live fix. Buffered like ``events``.
     public var updates: LocationUpdates { BroadcastSequence(broadcast) }
 
-    /// How many locations consumers of ``updates`` lost because they fell more than
-    /// ``LocationManagerConfiguration/updatesBufferLimit`` deliveries behind, summed over consumers.
+    /// How many locations consumers of ``events`` and ``updates`` lost because they fell more than
+    /// ``LocationManagerConfiguration/updatesBufferLimit`` elements behind, summed over consumers.
     public var missedUpdateCount: Int { missedUpdates.value.count }
 
     /// The accuracy ``requestLocation(timeout:)`` waits for, in metres; `nil` takes the first fix.
@@ -191,12 +216,14 @@ public final class LocationManager: Sendable {
         set { state.withLock { $0.configuration.distanceFilter = newValue } }
     }
 
-    /// Whether a background app keeps getting live updates instead of being suspended.
+    /// The background location mode: whether a background (or suspended) app gets its reduced fixes live
+    /// and is kept running while updating, rather than having them held for the foreground.
     public var allowsBackgroundLocationUpdates: Bool {
         get { state.withLock { $0.configuration.allowsBackgroundLocationUpdates } }
         set {
             state.withLock { $0.configuration.allowsBackgroundLocationUpdates = newValue }
             updateKeepAlive()
+            delivery.drain()
         }
     }
 
@@ -222,6 +249,15 @@ public final class LocationManager: Sendable {
 
     /// The most recent fix, after the policy's processing (coarsening), whether or not it was delivered.
     public var location: Location? { state.withLock { $0.location } }
+
+    /// ``location`` and how long ago it was received, on the manager's clock.
+    package var locationWithAge: (location: Location, age: Duration)? {
+        let now = timeline.now
+        return state.withLock { state in
+            guard let location = state.location, let at = state.locationReceivedAt else { return nil }
+            return (location, now - at)
+        }
+    }
 
     /// Whether ``startUpdatingLocation()`` is in effect.
     public var isUpdatingLocation: Bool { state.withLock { $0.isUpdating } }
@@ -316,6 +352,26 @@ public final class LocationManager: Sendable {
         }
     }
 
+    /// Requests the one-time delivery of the current location, as Core Location's `requestLocation()`.
+    ///
+    /// Returns at once. The fix, the first that meets ``desiredAccuracy`` or else the best seen within
+    /// ``LocationManagerConfiguration/requestTimeout``, arrives as a live ``LocationEvent/locations(_:_:)``
+    /// event (the delegate's `didUpdateLocations`); if none comes, a ``LocationEvent/error(_:)`` event
+    /// (`didFailWithError`) says why. The source runs continuously meanwhile, whatever the policy.
+    public func requestLocation() {
+        let timeout = state.withLock { $0.configuration.requestTimeout }
+        Task { [weak self] in
+            guard let self else { return }
+            do throws(LocationError) {
+                let location = try await self.requestLocation(timeout: timeout)
+                self.delivery.enqueue(event: .locations([location], .live))
+            } catch {
+                self.enqueueError(error)
+            }
+            self.delivery.drain()
+        }
+    }
+
     /// How many ``requestLocation(timeout:desiredAccuracy:)`` calls are waiting for a fix.
     package var pendingRequestCount: Int { state.withLock { $0.requests.count } }
 
@@ -376,16 +432,12 @@ public final class LocationManager: Sendable {
             case .status(let status):
                 guard status != state.sourceStatus else { return }
                 state.sourceStatus = status
-                enqueueDelegateCall { manager, delegate in
-                    delegate.locationManager(manager, didChangeSourceStatus: status)
-                }
+                enqueue(.sourceStatus(status))
             case .error(let error):
                 enqueueError(error)
             case .satellitesInView(let count):
                 guard count >= 0 else { return }
-                enqueueDelegateCall { manager, delegate in
-                    delegate.locationManager(manager, didUpdateSatellitesInView: count)
-                }
+                enqueue(.satellitesInView(count))
             }
         }
         delivery.drain()
@@ -401,6 +453,7 @@ public final class LocationManager: Sendable {
         let reduced = state.configuration.reduced
         let processed = state.policy == .reduced ? reduced.coarsen(fix) : fix
         state.location = processed
+        state.locationReceivedAt = timeline.now
         if let last = state.lastAccepted {
             if processed.isDuplicate(of: last) { return }
             let filter =
@@ -410,15 +463,21 @@ public final class LocationManager: Sendable {
             if let filter, processed.distance(from: last) < filter { return }
         }
         state.lastAccepted = processed
-        if state.isHolding {
+        if isHolding(state) {
             state.batch.append(processed)
             journal(processed, &state)
             return
         }
-        // Fixes restored from a journal while the app was already in the foreground (a daemon restarted
-        // straight into active) are older than any live fix: they go first, as one batch.
-        if !state.batch.isEmpty { flush(&state) }
-        enqueueLocations([processed])
+        // Held fixes (restored from a journal while the app was already in the foreground, or held before
+        // the background location mode was turned on) are older than any live fix: they go first.
+        if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
+        delivery.enqueue(event: .locations([processed], .live))
+    }
+
+    /// Whether fixes are held rather than delivered: from didEnterBackground until willEnterForeground,
+    /// unless the background location mode is on.
+    private func isHolding(_ state: State) -> Bool {
+        state.inBackground && !state.configuration.allowsBackgroundLocationUpdates
     }
 
     private func resolveRequests(
@@ -480,9 +539,7 @@ public final class LocationManager: Sendable {
                 state.sourceGeneration += 1
                 if state.sourceStatus != .idle {
                     state.sourceStatus = .idle
-                    enqueueDelegateCall { manager, delegate in
-                        delegate.locationManager(manager, didChangeSourceStatus: .idle)
-                    }
+                    enqueue(.sourceStatus(.idle))
                 }
             }
             return
@@ -526,9 +583,7 @@ public final class LocationManager: Sendable {
             let status: LocationSourceStatus = failure == nil ? .ended : .unavailable
             if state.sourceStatus != status {
                 state.sourceStatus = status
-                enqueueDelegateCall { manager, delegate in
-                    delegate.locationManager(manager, didChangeSourceStatus: status)
-                }
+                enqueue(.sourceStatus(status))
             }
             defer { state.requests.removeAll() }
             return Array(state.requests.values)
@@ -544,37 +599,41 @@ public final class LocationManager: Sendable {
                 request.continuation.resume(throwing: reason)
             }
         }
-        // Consumers of `updates` learn that the stream is over; later iterations start afresh.
-        delivery.enqueue { [broadcast] in broadcast.finish(permanently: false) }
+        // Consumers of `events` and `updates` learn that the stream is over; later iterations start afresh.
+        delivery.enqueue { [broadcast, eventBroadcast] in
+            eventBroadcast.finish(permanently: false)
+            broadcast.finish(permanently: false)
+        }
         delivery.drain()
     }
 
     // MARK: - Lifecycle
 
-    private func handle(_ event: ApplicationEvent) {
-        switch event {
-        case .didEnterBackground:
-            state.withLock { setPolicy(.reduced, &$0) }
-        case .didSuspend:
-            state.withLock { $0.isHolding = true }
-            journal?.sync()
-        case .willEnterForeground:
-            state.withLock { state in
-                state.isHolding = false
-                flush(&state)
+    /// Handles one lifecycle message: it goes into the event stream first, so that what it causes (a
+    /// policy change, a flushed batch) follows it.
+    fileprivate func handle(_ event: ApplicationEvent) {
+        state.withLock { state in
+            enqueue(.lifecycle(event))
+            switch event {
+            case .didEnterBackground:
+                state.inBackground = true
+                setPolicy(.reduced, &state)
+            case .willEnterForeground:
+                state.inBackground = false
+                flush(&state, reason: state.batchIsRestored ? .restored : .foreground)
                 setPolicy(.high, &state)
+            case .didBecomeActive:
+                // A journal restored at launch is delivered on the first foreground even without
+                // willEnterForeground (an app launched straight into the foreground).
+                if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
+            case .didSuspend, .willTerminate, .didFinishLaunching, .willResignActive:
+                break
             }
-            journal?.sync()
-        case .didBecomeActive:
-            // A journal restored at launch is delivered on the first foreground even without
-            // willEnterForeground (an app launched straight into the foreground).
-            state.withLock { state in
-                if !state.batch.isEmpty { flush(&state) }
-            }
-        case .willTerminate:
-            shutdown()
-        case .didFinishLaunching, .willResignActive:
-            break
+        }
+        switch event {
+        case .didSuspend, .willEnterForeground: journal?.sync()
+        case .willTerminate: shutdown()
+        default: break
         }
         updateKeepAlive()
         delivery.drain()
@@ -584,9 +643,7 @@ public final class LocationManager: Sendable {
         guard state.policy != policy else { return }
         state.policy = policy
         applySourceMode(&state)
-        enqueueDelegateCall { manager, delegate in
-            delegate.locationManager(manager, didChangeAccuracyPolicy: policy)
-        }
+        enqueue(.accuracyPolicy(policy))
     }
 
     /// Journals one held fix. The first failure (a full disk) is one error and one log line; the fixes stay
@@ -621,23 +678,18 @@ public final class LocationManager: Sendable {
         }
     }
 
-    /// Delivers the held batch as one call, then clears the journal of what was delivered.
-    private func flush(_ state: inout State) {
+    /// Delivers the held batch as one event, then clears the journal of what was delivered.
+    private func flush(_ state: inout State, reason: HeldBatchReason) {
         let (locations, dropped) = state.batch.drain()
+        state.batchIsRestored = false
         state.totalDropped += dropped
         if dropped > 0 {
             logger.warning("dropped \(dropped) held fixes: the batch holds at most \(state.batch.capacity)")
-            enqueueDelegateCall { manager, delegate in
-                delegate.locationManager(manager, didDropHeldLocations: dropped)
-            }
+            enqueue(.droppedHeldLocations(dropped))
         }
         if let last = locations.last { state.lastAccepted = last }
         if !locations.isEmpty {
-            let count = locations.count
-            enqueueDelegateCall { manager, delegate in
-                delegate.locationManager(manager, willDeliverHeldLocations: count)
-            }
-            enqueueLocations(locations)
+            delivery.enqueue(event: .locations(locations, .held(reason)))
         }
         guard let journal, journal.count > 0 || !locations.isEmpty else { return }
         // Clear only after the delegate has the batch; keep anything held again since the flush.
@@ -672,27 +724,43 @@ public final class LocationManager: Sendable {
 
     // MARK: - Delivery
 
-    private func enqueueLocations(_ locations: [Location]) {
-        delivery.enqueue(locations: locations)
+    /// Puts an event in the one ordered queue out of the manager; it is delivered at the next drain.
+    private func enqueue(_ event: LocationEvent) {
+        delivery.enqueue(event: event)
     }
 
     private func enqueueError(_ error: LocationError) {
-        enqueueDelegateCall { manager, delegate in delegate.locationManager(manager, didFailWithError: error) }
-    }
-
-    private func enqueueDelegateCall(
-        _ call: @escaping @Sendable (LocationManager, any LocationManagerDelegate) -> Void
-    ) {
-        delivery.enqueue { [weak self] in
-            guard let self, let delegate = self.delegate else { return }
-            call(self, delegate)
-        }
+        enqueue(.error(error))
     }
 
     private static func format(_ duration: Duration) -> String {
         let seconds = duration.seconds
         return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
+}
+
+/// Hands the application's lifecycle messages to the manager, which holds it; the application holds it
+/// weakly, and it holds the manager weakly, so neither keeps the other alive.
+private final class LifecycleRelay: ApplicationObserver {
+    private let target = Locked<WeakManager?>(nil)
+
+    var manager: LocationManager? {
+        get { target.value?.value }
+        set { target.withLock { $0 = newValue.map(WeakManager.init) } }
+    }
+
+    func applicationDidFinishLaunching(_ application: Application) { manager?.handle(.didFinishLaunching) }
+    func applicationWillResignActive(_ application: Application) { manager?.handle(.willResignActive) }
+    func applicationDidEnterBackground(_ application: Application) { manager?.handle(.didEnterBackground) }
+    func applicationDidSuspend(_ application: Application) { manager?.handle(.didSuspend) }
+    func applicationWillEnterForeground(_ application: Application) { manager?.handle(.willEnterForeground) }
+    func applicationDidBecomeActive(_ application: Application) { manager?.handle(.didBecomeActive) }
+    func applicationWillTerminate(_ application: Application) { manager?.handle(.willTerminate) }
+}
+
+private final class WeakManager: Sendable {
+    weak let value: LocationManager?
+    init(_ value: LocationManager) { self.value = value }
 }
 
 /// A weak reference to the delegate, so the manager never keeps it alive.

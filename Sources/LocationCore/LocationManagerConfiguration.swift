@@ -6,8 +6,10 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     /// Minimum distance in metres between delivered fixes under the high policy; `nil` delivers every
     /// epoch. Default `nil`.
     public var distanceFilter: Double?
-    /// Whether a background app keeps getting live (reduced) updates instead of being suspended after
-    /// the grace period, as with the iOS location background mode. Default `false`, as on iOS.
+    /// The background location mode: whether a background app keeps getting live (reduced) updates, even
+    /// when suspended, and is kept running while it updates. Without it the app's fixes are held from
+    /// `didEnterBackground` until it returns to the foreground. Default `false`, as on iOS (an app
+    /// declares the mode to get it); `locationd` and `locationctl` default the same way.
     public var allowsBackgroundLocationUpdates: Bool
     /// The background policy.
     public var reduced: ReducedAccuracyPolicy
@@ -18,10 +20,14 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     public var journalPath: String?
     /// The longest a journaled fix waits for `fsync`. Default 1 s.
     public var journalSyncInterval: Duration
-    /// The most deliveries each consumer of ``LocationManager/updates`` may fall behind. A consumer that
+    /// The most elements each consumer of ``LocationManager/events`` or ``LocationManager/updates`` may
+    /// fall behind. A consumer that
     /// falls further behind loses the oldest, which are counted in
     /// ``LocationManager/missedUpdateCount`` and logged. Default 1,000.
     public var updatesBufferLimit: Int
+    /// How long ``LocationManager/requestLocation()`` waits for a fix that meets ``desiredAccuracy``
+    /// before it delivers the best seen (or an error). Default 30 s.
+    public var requestTimeout: Duration
 
     /// Creates a configuration; every argument defaults to the documented value.
     public init(
@@ -32,7 +38,8 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         batchCapacity: Int = 100_000,
         journalPath: String? = nil,
         journalSyncInterval: Duration = .seconds(1),
-        updatesBufferLimit: Int = 1_000
+        updatesBufferLimit: Int = 1_000,
+        requestTimeout: Duration = .seconds(30)
     ) {
         self.desiredAccuracy = desiredAccuracy
         self.distanceFilter = distanceFilter
@@ -42,5 +49,6 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         self.journalPath = journalPath
         self.journalSyncInterval = journalSyncInterval
         self.updatesBufferLimit = updatesBufferLimit
+        self.requestTimeout = requestTimeout
     }
 }

@@ -4,9 +4,9 @@
 /// synchronous: ``report(_:)`` hands the event to the runner before it returns, so a source never needs
 /// a buffer of its own.
 public final class LocationSourceContext: Sendable {
-    /// The injected time base; sources schedule everything on it.
-    public let timeline: Timeline
-    /// The clock the timeline reads, for sources that need to hand it on.
+    /// The injected time base, as offsets from its start; this package's sources schedule on it.
+    package let timeline: Timeline
+    /// The injected clock; sources schedule everything on it, so that tests can drive them in time.
     public let clock: any Clock<Duration>
 
     private struct State {

@@ -1,18 +1,18 @@
 /// A clock that moves only when told to, for time that comes from data (a replay's track time) or tests.
 ///
 /// ``advance(to:)`` resumes every sleeper whose deadline has come, in deadline order. Time never goes back.
-public final class ManualClock: Clock, Sendable {
+package final class ManualClock: Clock, Sendable {
     /// A point on a manual clock: the duration since its origin.
-    public struct Instant: InstantProtocol, Sendable {
+    package struct Instant: InstantProtocol, Sendable {
         /// Time since the clock's origin.
-        public var offset: Duration
+        package var offset: Duration
 
         /// Creates an instant at `offset` from the origin.
-        public init(offset: Duration) { self.offset = offset }
+        package init(offset: Duration) { self.offset = offset }
 
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+        package func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        package func duration(to other: Instant) -> Duration { other.offset - offset }
+        package static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
     private struct Sleeper {
@@ -29,16 +29,16 @@ public final class ManualClock: Clock, Sendable {
     private let state = Locked(State())
 
     /// Creates a clock at its origin.
-    public init() {}
+    package init() {}
 
     /// The current instant.
-    public var now: Instant { state.withLock { $0.now } }
+    package var now: Instant { state.withLock { $0.now } }
 
     /// The smallest step the clock can take.
-    public var minimumResolution: Duration { .nanoseconds(1) }
+    package var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the clock reaches `deadline`; throws `CancellationError` if the task is cancelled.
-    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    package func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { state -> Int in
             state.nextID += 1
             return state.nextID
@@ -60,7 +60,7 @@ public final class ManualClock: Clock, Sendable {
     }
 
     /// Moves the clock forward to `instant` (never back) and wakes the sleepers that are due.
-    public func advance(to instant: Instant) {
+    package func advance(to instant: Instant) {
         let due = state.withLock { state -> [Sleeper] in
             guard instant > state.now else { return [] }
             state.now = instant
@@ -72,7 +72,7 @@ public final class ManualClock: Clock, Sendable {
     }
 
     /// Moves the clock forward by `duration`.
-    public func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         advance(to: now.advanced(by: duration))
     }
 }

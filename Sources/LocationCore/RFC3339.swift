@@ -8,23 +8,23 @@ import Foundation
 /// ``Parsed/hasZone``. A leap second (`:60`) is accepted and counts as the first second of the next
 /// minute. Formatting always writes UTC with `Z` and the fewest fractional digits (0–9) that parse
 /// back to exactly the same `Date`.
-public enum RFC3339 {
+package enum RFC3339 {
     /// The result of parsing a date-time.
-    public struct Parsed: Sendable, Hashable {
+    package struct Parsed: Sendable, Hashable {
         /// The instant, in UTC.
-        public var date: Date
+        package var date: Date
         /// `false` when the text carried no zone designator and was read as UTC.
-        public var hasZone: Bool
+        package var hasZone: Bool
     }
 
     /// Parses a date-time string; returns `nil` when it is not a valid date-time.
-    public static func parse(_ text: String) -> Parsed? {
+    package static func parse(_ text: String) -> Parsed? {
         var text = text
         return text.withUTF8 { parse($0) }
     }
 
     /// Parses a date-time from UTF-8 bytes (surrounding ASCII whitespace is ignored).
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Parsed? {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Parsed? {
         var start = 0, end = bytes.count
         while start < end, isSpace(bytes[start]) { start += 1 }
         while end > start, isSpace(bytes[end - 1]) { end -= 1 }
@@ -104,7 +104,7 @@ public enum RFC3339 {
     }
 
     /// Formats a date as RFC 3339 UTC with `Z`, using the fewest fractional digits that round-trip.
-    public static func string(from date: Date) -> String {
+    package static func string(from date: Date) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(32)
         append(date, to: &bytes)
@@ -112,7 +112,7 @@ public enum RFC3339 {
     }
 
     /// Appends the RFC 3339 UTC form of a date to a byte buffer (for writers on a hot path).
-    public static func append(_ date: Date, to bytes: inout [UInt8]) {
+    package static func append(_ date: Date, to bytes: inout [UInt8]) {
         let sinceReference = date.timeIntervalSinceReferenceDate
         guard sinceReference.isFinite else {
             bytes.append(contentsOf: Array("1970-01-01T00:00:00Z".utf8))

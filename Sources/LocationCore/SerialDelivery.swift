@@ -5,12 +5,12 @@
 /// enqueued meanwhile by others, whose own `drain()` returns at once. So callbacks never overlap, keep
 /// their order, and may safely call back into the object that enqueued them.
 ///
-/// Locations have an item of their own, handed to one handler set once, so the per-fix path allocates no
+/// Events have an item of their own, handed to one handler set once, so the per-fix path allocates no
 /// closure and forms no weak reference.
 package final class SerialDelivery: Sendable {
     private enum Item: Sendable {
         case call(@Sendable () -> Void)
-        case locations([Location])
+        case event(LocationEvent)
     }
 
     private struct State {
@@ -20,13 +20,13 @@ package final class SerialDelivery: Sendable {
     }
 
     private let state = Locked(State())
-    private let locationHandler = Locked<(@Sendable ([Location]) -> Void)?>(nil)
+    private let eventHandler = Locked<(@Sendable (LocationEvent) -> Void)?>(nil)
 
     package init() {}
 
-    /// Sets what runs for every ``enqueue(locations:)`` item.
-    package func setLocationHandler(_ handler: @escaping @Sendable ([Location]) -> Void) {
-        locationHandler.withLock { $0 = handler }
+    /// Sets what runs for every ``enqueue(event:)`` item.
+    package func setEventHandler(_ handler: @escaping @Sendable (LocationEvent) -> Void) {
+        eventHandler.withLock { $0 = handler }
     }
 
     /// Appends work to the queue; it runs at the next ``drain()``.
@@ -34,19 +34,19 @@ package final class SerialDelivery: Sendable {
         state.withLock { $0.pending.append(.call(work)) }
     }
 
-    /// Appends locations for the location handler; they are handed to it at the next ``drain()``.
-    package func enqueue(locations: [Location]) {
-        state.withLock { $0.pending.append(.locations(locations)) }
+    /// Appends an event for the event handler; it is handed over at the next ``drain()``.
+    package func enqueue(event: LocationEvent) {
+        state.withLock { $0.pending.append(.event(event)) }
     }
 
     /// Runs queued work until the queue is empty, unless another caller is already doing so.
     package func drain() {
         guard var item = claim() else { return }
-        let handler = locationHandler.value
+        let handler = eventHandler.value
         while true {
             switch item {
             case .call(let work): work()
-            case .locations(let locations): handler?(locations)
+            case .event(let event): handler?(event)
             }
             guard let following = next() else { return }
             item = following

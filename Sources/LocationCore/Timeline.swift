@@ -2,12 +2,12 @@
 ///
 /// It wraps any `Clock<Duration>` (a `ContinuousClock` in production, a test clock in tests) and hides
 /// the clock's instant type, which `any Clock<Duration>` cannot name.
-public struct Timeline: Sendable {
+package struct Timeline: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration) async throws -> Void
 
     /// Creates a timeline whose origin is the clock's current instant.
-    public init(clock: any Clock<Duration>) {
+    package init(clock: any Clock<Duration>) {
         (elapsed, sleeper) = Self.bind(clock)
     }
 
@@ -22,22 +22,22 @@ public struct Timeline: Sendable {
     }
 
     /// The time since the origin.
-    public var now: Duration { elapsed() }
+    package var now: Duration { elapsed() }
 
     /// Sleeps until `deadline` (measured from the origin); returns at once if it has passed.
-    public func sleep(until deadline: Duration) async throws {
+    package func sleep(until deadline: Duration) async throws {
         try await sleeper(deadline)
     }
 
     /// Sleeps for `duration` from now.
-    public func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         try await sleeper(now + duration)
     }
 }
 
 extension Duration {
     /// The duration in seconds as a `Double`.
-    public var seconds: Double {
+    package var seconds: Double {
         let (whole, attoseconds) = components
         return Double(whole) + Double(attoseconds) * 1e-18
     }

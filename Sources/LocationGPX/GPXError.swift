@@ -4,36 +4,55 @@ import LocationCore
 ///
 /// ``description`` reads like a compiler diagnostic: `track.gpx:12:31: latitude 91.5 is outside [-90, 90]`.
 public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure; the raw values are stable.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    /// The kind of failure: a stable code, extensible as ``LocationCore/LocationError/Code`` is.
+    public struct Code: RawRepresentable, Sendable, Hashable, CaseIterable, ExpressibleByStringLiteral,
+        CustomStringConvertible
+    {
+        /// The code as it is written, for example `not-gpx`.
+        public var rawValue: String
+
+        /// Creates a code from its spelling.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// Creates a code from a string literal.
+        public init(stringLiteral value: String) { self.rawValue = value }
+
+        /// The raw value.
+        public var description: String { rawValue }
+
         /// The file could not be opened or read (or written, for the writer).
-        case io
+        public static let io: Code = "io"
         /// The file is empty, or holds only whitespace.
-        case empty
+        public static let empty: Code = "empty"
         /// The file is not well-formed XML (an unclosed or mismatched tag, a bad character, …).
-        case malformedXML = "malformed-xml"
+        public static let malformedXML: Code = "malformed-xml"
         /// The file ends in the middle of the document.
-        case truncated
+        public static let truncated: Code = "truncated"
         /// The document is XML, but its root element is not a GPX `<gpx>`.
-        case notGPX = "not-gpx"
+        public static let notGPX: Code = "not-gpx"
         /// A GPX element sits where GPX does not allow it (a `<trkpt>` outside `<trkseg>`, …).
-        case misplacedElement = "misplaced-element"
+        public static let misplacedElement: Code = "misplaced-element"
         /// A point has no `lat` or no `lon` attribute.
-        case missingCoordinate = "missing-coordinate"
+        public static let missingCoordinate: Code = "missing-coordinate"
         /// `lat`/`lon` is not a number or lies outside [-90, 90] / [-180, 180].
-        case invalidCoordinate = "invalid-coordinate"
+        public static let invalidCoordinate: Code = "invalid-coordinate"
         /// `<time>` is not an RFC 3339 date-time, or names a date that does not exist.
-        case invalidTime = "invalid-time"
+        public static let invalidTime: Code = "invalid-time"
         /// A numeric or enumerated field (`<ele>`, `<sat>`, `<fix>`, …) holds something else.
-        case invalidValue = "invalid-value"
+        public static let invalidValue: Code = "invalid-value"
         /// Entity references expand to far more text than the file holds (an XML bomb).
-        case entityExpansion = "entity-expansion"
+        public static let entityExpansion: Code = "entity-expansion"
         /// An untimed point was turned into a `Location` without a fallback timestamp.
-        case missingTime = "missing-time"
+        public static let missingTime: Code = "missing-time"
         /// The writer was given a location it cannot write (a coordinate outside the valid range).
-        case invalidLocation = "invalid-location"
+        public static let invalidLocation: Code = "invalid-location"
         /// The writer was used after ``GPXWriter/finish()`` or after an earlier failure.
-        case writerClosed = "writer-closed"
+        public static let writerClosed: Code = "writer-closed"
+
+        /// Every code this version of the library defines.
+        public static let allCases: [Code] = [
+            .io, .empty, .malformedXML, .truncated, .notGPX, .misplacedElement, .missingCoordinate, .invalidCoordinate, .invalidTime, .invalidValue, .entityExpansion, .missingTime, .invalidLocation, .writerClosed,
+        ]
     }
 
     /// What went wrong.

@@ -5,9 +5,9 @@ import LocationCore
 ///
 /// ``ServiceConfiguration/keys`` lists every key; loading, the documentation check and the boundary tests
 /// all read that list, so a new key is covered everywhere once it is declared there.
-public struct ConfigurationKey: Sendable {
+package struct ConfigurationKey: Sendable {
     /// The kind of value a key takes.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// Any non-empty text, such as a host or a path.
         case text
         /// A number within a range (a duration in seconds, a distance in metres).
@@ -19,9 +19,9 @@ public struct ConfigurationKey: Sendable {
     }
 
     /// The dotted YAML name, such as `reduced.interval`.
-    public let name: String
+    package let name: String
     /// The kind of value.
-    public let kind: Kind
+    package let kind: Kind
     private let store: @Sendable (inout ServiceConfiguration, Value) -> Void
 
     /// A checked value of a key.
@@ -39,7 +39,7 @@ public struct ConfigurationKey: Sendable {
 
     /// The environment variable that sets this key: `LOCATIOND_` and the name in capitals, with `_` for `.`
     /// and at each camel-case break (`reduced.acquisitionTimeout` is `LOCATIOND_REDUCED_ACQUISITION_TIMEOUT`).
-    public var environmentVariable: String {
+    package var environmentVariable: String {
         var result = "LOCATIOND_"
         var previousWasLower = false
         for character in name {
@@ -87,7 +87,7 @@ public struct ConfigurationKey: Sendable {
 
 extension ServiceConfiguration {
     /// Every configuration key, in the order `Config/locationd.yaml` documents them.
-    public static let keys: [ConfigurationKey] = [
+    package static let keys: [ConfigurationKey] = [
         ConfigurationKey("gpsd.host", .text) { if case .text(let v) = $1 { $0.gpsdHost = v } },
         ConfigurationKey("gpsd.port", .integer(.port)) { if case .number(let v) = $1 { $0.gpsdPort = Int(v) } },
         ConfigurationKey("gpsd.device", .text) { if case .text(let v) = $1 { $0.gpsdDevice = v } },

@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationCore
 import LocationGPX
 import Synchronization
@@ -7,7 +8,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// Writes ``ServiceEvent``s to standard output or a file in one ``OutputFormat``.
+/// Writes ``ControlEvent``s to standard output or a file in one ``OutputFormat``.
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
 /// every event is written at once, GPX points included, so a file holds every point as soon as it is
@@ -18,11 +19,11 @@ import Synchronization
 /// A path is opened itself (see `OutputFile`): never replaced, an existing file keeps its mode, owner and
 /// links, a new one is created 0600. When the reader goes away (a closed pipe) or a write fails, the writer
 /// stops at once and ``stops`` yields, so that a command can end instead of working for nobody.
-public final class EventWriter: Sendable {
+package final class EventWriter: Sendable {
     /// Why the output ended early.
-    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// The kinds of early end.
-        public enum Kind: Sendable, Equatable {
+        package enum Kind: Sendable, Equatable {
             /// The reader went away (a closed pipe): not an error for the command, which ends quietly.
             case readerGone
             /// A write failed: a full disk, an I/O error.
@@ -32,18 +33,18 @@ public final class EventWriter: Sendable {
         }
 
         /// The kind.
-        public var kind: Kind
+        package var kind: Kind
         /// One line for a person, naming the output and the system's reason.
-        public var message: String
+        package var message: String
 
         /// `message`.
-        public var description: String { message }
+        package var description: String { message }
     }
 
     /// The format written.
-    public let format: OutputFormat
+    package let format: OutputFormat
     /// The output file, or `nil` for standard output.
-    public let path: String?
+    package let path: String?
 
     private struct State {
         var buffer: [UInt8] = []
@@ -66,7 +67,7 @@ public final class EventWriter: Sendable {
 
     /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
     /// if it cannot be opened (a directory, a read-only place, permission).
-    public init(format: OutputFormat, path: String?, flushEachEvent: Bool, creator: String = "locationctl") throws(LocationError) {
+    package init(format: OutputFormat, path: String?, flushEachEvent: Bool, creator: String = "locationctl") throws(LocationError) {
         self.format = format
         self.path = path
         self.flushEachEvent = flushEachEvent
@@ -109,16 +110,16 @@ public final class EventWriter: Sendable {
     }
 
     /// How many locations were written.
-    public var locationCount: Int { withState { $0.locations } }
+    package var locationCount: Int { withState { $0.locations } }
 
     /// Yields once when the output stops early: the reader went away, or a write failed.
-    public var stops: AsyncStream<Void> { stopped.stream }
+    package var stops: AsyncStream<Void> { stopped.stream }
 
     /// Why the output stopped early, if it did.
-    public var failure: Failure? { withState { $0.failure } }
+    package var failure: Failure? { withState { $0.failure } }
 
     /// Writes one event (nothing once the output has stopped).
-    public func write(_ event: ServiceEvent) {
+    package func write(_ event: ControlEvent) {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
@@ -151,7 +152,7 @@ public final class EventWriter: Sendable {
     }
 
     /// Writes what is buffered, completes the document, and reports why the output ended early, if it did.
-    public func finish() throws(Failure) {
+    package func finish() throws(Failure) {
         let failure = withState { state -> Failure? in
             if !state.finished {
                 state.finished = true
@@ -193,7 +194,7 @@ public final class EventWriter: Sendable {
     }
 
     /// Writes to standard error without ever trapping (a closed stderr is not worth a crash).
-    public static func writeToStandardError(_ text: String) {
+    package static func writeToStandardError(_ text: String) {
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

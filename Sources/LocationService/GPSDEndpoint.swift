@@ -1,20 +1,20 @@
 import LocationCore
 
 /// A gpsd address given as `HOST[:PORT]`: `localhost`, `gps.local:2948`, `192.168.1.5`, `[::1]:2947`.
-public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
+package struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// The host name or address (without brackets).
-    public var host: String
+    package var host: String
     /// The TCP port; 2947 when not given.
-    public var port: Int
+    package var port: Int
 
     /// Creates an endpoint.
-    public init(host: String = "localhost", port: Int = 2947) {
+    package init(host: String = "localhost", port: Int = 2947) {
         self.host = host
         self.port = port
     }
 
     /// Parses `HOST[:PORT]`; throws ``LocationError/Code/invalidConfiguration`` saying what is wrong.
-    public init(parsing text: String) throws(LocationError) {
+    package init(parsing text: String) throws(LocationError) {
         func bad(_ reason: String) -> LocationError {
             LocationError(.invalidConfiguration, "gpsd address '\(text)': \(reason); use HOST[:PORT], such as localhost:2947")
         }
@@ -46,7 +46,7 @@ public struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `host:port`, with brackets around IPv6 addresses.
-    public var description: String {
+    package var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }

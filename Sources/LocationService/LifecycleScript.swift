@@ -7,20 +7,20 @@ import LocationCore
 /// `ms`, `s` (the default), `m` or `h`, counted from the first fix of the replay, at most 10¹² s (more than
 /// the widest span GPX times can have, ``ValueRange/trackTime``); STATE is `active`,
 /// `inactive`, `background` or `suspended`. Times must not decrease.
-public struct LifecycleScript: Sendable, Hashable {
+package struct LifecycleScript: Sendable, Hashable {
     /// One planned change.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// When, in track time since the first fix.
-        public var time: Duration
+        package var time: Duration
         /// The state to move to.
-        public var state: ApplicationState
+        package var state: ApplicationState
     }
 
     /// The changes in time order.
-    public var entries: [Entry]
+    package var entries: [Entry]
 
     /// Parses a script; throws ``LocationError/Code/invalidConfiguration`` naming the bad entry.
-    public init(parsing text: String) throws(LocationError) {
+    package init(parsing text: String) throws(LocationError) {
         var entries: [Entry] = []
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             self.entries = []

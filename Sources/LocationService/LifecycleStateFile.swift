@@ -23,27 +23,27 @@ import Darwin
 /// if case .restored(let state) = file.load() { try application.transition(to: state) }
 /// file.record(application)       // saves every later transition
 /// ```
-public final class LifecycleStateFile: Sendable {
+package final class LifecycleStateFile: Sendable {
     /// The journal the record belongs to.
-    public let journalPath: String
+    package let journalPath: String
     /// The record's own path: the journal's path with `.state` appended.
-    public let path: String
+    package let path: String
 
     /// What the file holds.
-    public struct Record: Codable, Sendable, Hashable {
+    package struct Record: Codable, Sendable, Hashable {
         /// The format version; 1.
-        public var version: Int
+        package var version: Int
         /// The last lifecycle state the daemon reached.
-        public var state: ApplicationState
+        package var state: ApplicationState
         /// The journal's absolute path when the record was written.
-        public var journal: String
+        package var journal: String
         /// The journal file's device number.
-        public var journalDevice: UInt64
+        package var journalDevice: UInt64
         /// The journal file's inode number.
-        public var journalInode: UInt64
+        package var journalInode: UInt64
 
         /// Creates a record.
-        public init(state: ApplicationState, journal: String, journalDevice: UInt64, journalInode: UInt64) {
+        package init(state: ApplicationState, journal: String, journalDevice: UInt64, journalInode: UInt64) {
             self.version = 1
             self.state = state
             self.journal = journal
@@ -53,7 +53,7 @@ public final class LifecycleStateFile: Sendable {
     }
 
     /// The outcome of reading the record at start.
-    public enum Loaded: Sendable, Hashable {
+    package enum Loaded: Sendable, Hashable {
         /// There is no record: the daemon has not run with this journal before.
         case absent
         /// The record is valid and belongs to the journal as it is now.
@@ -64,11 +64,9 @@ public final class LifecycleStateFile: Sendable {
     }
 
     private let lock = Locked(())
-    /// How many transitions the hook saved; serialises the hook's saves with the first one.
-    private let hookSaves = Locked(0)
 
     /// A record for the journal at `journalPath` (made absolute against the current directory).
-    public init(journalPath: String) {
+    package init(journalPath: String) {
         let absolute =
             journalPath.hasPrefix("/")
             ? journalPath : FileManager.default.currentDirectoryPath + "/" + journalPath
@@ -79,7 +77,7 @@ public final class LifecycleStateFile: Sendable {
     /// Reads the record and checks it against the journal file as it is now.
     ///
     /// Call before the journal is opened: opening may replace a journal that is not one.
-    public func load() -> Loaded {
+    package func load() -> Loaded {
         let data: Data
         switch Self.readSmallFile(path) {
         case .success(let bytes): data = Data(bytes)
@@ -144,7 +142,7 @@ public final class LifecycleStateFile: Sendable {
     ///
     /// - Throws: ``LocationError/Code/journalIO`` naming the file and the reason when the journal is missing
     ///   or the record cannot be written.
-    public func save(_ state: ApplicationState) throws(LocationError) {
+    package func save(_ state: ApplicationState) throws(LocationError) {
         let result: Result<Void, LocationError> = lock.withLock { _ in
             guard let identity = Self.identity(of: journalPath) else {
                 return .failure(
@@ -162,30 +160,12 @@ public final class LifecycleStateFile: Sendable {
         try result.get()
     }
 
-    /// Saves the state `application` is in now, then every state it reaches (its termination excepted: a
-    /// daemon that stops keeps the state its clients left it in). A failed later save is passed to `failed`
-    /// and the daemon runs on.
-    ///
-    /// - Throws: ``LocationError/Code/journalIO`` when the first save fails.
-    public func record(
-        _ application: Application, failed: @escaping @Sendable (LocationError) -> Void = { _ in }
-    ) throws(LocationError) {
-        _ = application.addHook { [self] event in
-            // The state the event leaves the app in, not `applicationState`, which may already be further on.
-            let state = ServiceEventRecorder.state(after: event)
-            guard state != .notRunning else { return }
-            do throws(LocationError) { try save(state, byHook: true) } catch { failed(error) }
-        }
-        // Skipped when a hook already saved: its state is at least as recent as the one read here.
-        try save(application.applicationState, byHook: false)
-    }
-
-    private func save(_ state: ApplicationState, byHook: Bool) throws(LocationError) {
-        let result: Result<Void, LocationError> = hookSaves.withLock { count in
-            if byHook { count += 1 } else if count > 0 { return .success(()) }
-            return Result { () throws(LocationError) in try save(state) }
-        }
-        try result.get()
+    /// Saves a state the app has reached, as its session reports it; termination is not saved (a daemon
+    /// that stops keeps the state its clients left it in). A failed save is passed to `failed`: the
+    /// daemon runs on.
+    package func note(_ state: ApplicationState, failed: (LocationError) -> Void) {
+        guard state != .notRunning else { return }
+        do throws(LocationError) { try save(state) } catch { failed(error) }
     }
 
     /// The device and inode of the file at `path`, if it exists.

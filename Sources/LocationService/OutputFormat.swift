@@ -1,5 +1,5 @@
 /// How `locationctl` writes what it receives.
-public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
+package enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     /// Aligned lines for people.
     case text
     /// One JSON object per line (see ``JSONLineEncoder``).

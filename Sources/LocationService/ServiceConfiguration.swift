@@ -10,61 +10,62 @@ import SystemPackage
 /// The YAML keys are documented in `Config/locationd.yaml`. Every key can also be set in the environment
 /// as `LOCATIOND_` followed by the key in capitals with `_` for `.` and camel-case breaks, such as
 /// `LOCATIOND_GPSD_HOST` or `LOCATIOND_REDUCED_INTERVAL`.
-public struct ServiceConfiguration: Sendable, Hashable {
+package struct ServiceConfiguration: Sendable, Hashable {
     /// gpsd's host. Key `gpsd.host`, default `localhost`.
-    public var gpsdHost = "localhost"
+    package var gpsdHost = "localhost"
     /// gpsd's port. Key `gpsd.port`, default 2947.
-    public var gpsdPort = 2947
+    package var gpsdPort = 2947
     /// Watch only this device. Key `gpsd.device`, default all devices.
-    public var gpsdDevice: String?
+    package var gpsdDevice: String?
     /// Seconds before the first reconnection after gpsd went away; the delay doubles on each failed
     /// attempt. Key `gpsd.reconnectDelay`, default 0.25.
-    public var gpsdReconnectDelay = 0.25
+    package var gpsdReconnectDelay = 0.25
     /// The longest delay between reconnection attempts, seconds. Key `gpsd.maxReconnectDelay`, default 5.
-    public var gpsdMaxReconnectDelay = 5.0
+    package var gpsdMaxReconnectDelay = 5.0
     /// Seconds without any message from gpsd before the connection counts as stalled and is reopened.
     /// Key `gpsd.watchdog`, default 5.
-    public var gpsdWatchdog = 5.0
+    package var gpsdWatchdog = 5.0
     /// Seconds an epoch is held for more of its reports while the receiver's pattern is not known yet (once
     /// it is, an epoch is delivered on its last report). Key `gpsd.epochSettle`, default 0.5.
-    public var gpsdEpochSettle = 0.5
+    package var gpsdEpochSettle = 0.5
     /// The control socket. Key `socket`, default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     /// `/run/locationd/control.sock`.
-    public var socketPath: String = ServiceConfiguration.defaultSocketPath()
+    package var socketPath: String = ServiceConfiguration.defaultSocketPath()
     /// Where held fixes are journaled. Key `journal`, default none.
-    public var journalPath: String?
+    package var journalPath: String?
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
-    public var distanceFilter: Double?
+    package var distanceFilter: Double?
     /// Seconds between background acquisitions. Key `reduced.interval`, default 60.
-    public var reducedInterval = 60.0
+    package var reducedInterval = 60.0
     /// Metres that end a background acquisition. Key `reduced.accuracy`, default 100.
-    public var reducedAccuracy: Double? = 100
+    package var reducedAccuracy: Double? = 100
     /// Longest background acquisition, seconds. Key `reduced.acquisitionTimeout`, default 30.
-    public var reducedAcquisitionTimeout = 30.0
+    package var reducedAcquisitionTimeout = 30.0
     /// Metres between background deliveries. Key `reduced.distance`, default none.
-    public var reducedDistance: Double?
+    package var reducedDistance: Double?
     /// Background coordinates snapped to a grid of this many metres. Key `reduced.coarseningGrid`, default none.
-    public var reducedCoarseningGrid: Double?
-    /// Whether a background app keeps live reduced updates. Key `backgroundLocation`, default `true`.
-    public var backgroundLocation = true
+    package var reducedCoarseningGrid: Double?
+    /// The background location mode: whether a background (or suspended) app gets its reduced fixes live.
+    /// Key `backgroundLocation`, default `false`, as in the library and on iOS.
+    package var backgroundLocation = false
     /// The most fixes held while suspended. Key `batch.capacity`, default 100,000.
-    public var batchCapacity = 100_000
+    package var batchCapacity = 100_000
     /// Seconds before a background app with nothing to do is suspended. Key `lifecycle.gracePeriod`, default 5.
-    public var gracePeriod = 5.0
+    package var gracePeriod = 5.0
     /// Seconds background tasks may run. Key `lifecycle.taskTimeLimit`, default 180.
-    public var taskTimeLimit = 180.0
+    package var taskTimeLimit = 180.0
     /// Seconds a control client with replies or events pending may go without reading any of them before
     /// the daemon drops it. Key `control.stallTimeout`, default 30.
-    public var controlStallTimeout = 30.0
+    package var controlStallTimeout = 30.0
     /// The most bytes of output the daemon holds for all its clients together; beyond it slow watchers miss
     /// events (counted and reported to them). Key `control.maxBufferedOutput`, default 64 MiB.
-    public var controlMaxBufferedOutput = 64 * 1024 * 1024
+    package var controlMaxBufferedOutput = 64 * 1024 * 1024
 
     /// The defaults.
-    public init() {}
+    package init() {}
 
     /// The default control socket path.
-    public static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    package static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             return runtime + "/locationd/control.sock"
         }
@@ -75,7 +76,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     ///
     /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the file and the problem when the file
     ///   is missing, is not valid YAML, or holds a value of the wrong kind.
-    public static func load(
+    package static func load(
         path: String?, environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws(LocationError) -> ServiceConfiguration {
         var providers: [any ConfigProvider] = [
@@ -146,7 +147,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     }
 
     /// Checks every value; throws ``LocationError/Code/invalidConfiguration`` naming the first bad one.
-    public func validate() throws(LocationError) {
+    package func validate() throws(LocationError) {
         func bad(_ message: String) -> LocationError { LocationError(.invalidConfiguration, message) }
         func check(_ value: Double?, _ range: ValueRange, _ name: String) throws(LocationError) {
             if let value { _ = try range.value(value, for: name) }
@@ -177,7 +178,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     }
 
     /// The gpsd source configuration these values describe.
-    public var gpsdConfiguration: GPSDConfiguration {
+    package var gpsdConfiguration: GPSDConfiguration {
         GPSDConfiguration(
             host: gpsdHost, port: gpsdPort, devicePath: gpsdDevice,
             reconnectDelay: ValueRange.duration(clampingSeconds: gpsdReconnectDelay),
@@ -187,7 +188,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     }
 
     /// The manager configuration these values describe.
-    public var managerConfiguration: LocationManagerConfiguration {
+    package var managerConfiguration: LocationManagerConfiguration {
         LocationManagerConfiguration(
             distanceFilter: distanceFilter,
             allowsBackgroundLocationUpdates: backgroundLocation,
@@ -201,7 +202,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     }
 
     /// The lifecycle configuration these values describe.
-    public var applicationConfiguration: ApplicationConfiguration {
+    package var applicationConfiguration: ApplicationConfiguration {
         ApplicationConfiguration(
             backgroundGracePeriod: ValueRange.duration(clampingSeconds: gracePeriod),
             backgroundTaskTimeLimit: ValueRange.duration(clampingSeconds: taskTimeLimit))

@@ -1,8 +1,8 @@
 /// Text from elsewhere (the daemon, a file, a receiver) made safe to print on a terminal.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with every control character (C0, DEL and C1, newlines included) written as `\u{…}`, so
     /// that nothing it holds can move the cursor, clear the screen or forge another line of output.
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var result = ""
         result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)

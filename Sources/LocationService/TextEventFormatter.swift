@@ -1,7 +1,8 @@
 import Foundation
+import LocationControl
 import LocationCore
 
-/// Formats ``ServiceEvent``s for people: one aligned line each, with units.
+/// Formats ``ControlEvent``s for people: one aligned line each, with units.
 ///
 /// ```
 /// 2024-05-01T06:00:00Z    52.520008 N   13.404954 E   alt   34.2 m  ±4.5 m      1.4 m/s   45.0°  3D  DGPS   9/14 sats
@@ -11,9 +12,9 @@ import LocationCore
 /// ── waiting for a fix (7 satellites seen)
 /// ── fix acquired
 /// ```
-public enum TextEventFormatter {
+package enum TextEventFormatter {
     /// The event as one line, without a line break.
-    public static func line(_ event: ServiceEvent) -> String {
+    package static func line(_ event: ControlEvent) -> String {
         switch event {
         case .location(let location):
             return line(location)
@@ -36,7 +37,7 @@ public enum TextEventFormatter {
     }
 
     /// A location as one aligned line.
-    public static func line(_ location: Location) -> String {
+    package static func line(_ location: Location) -> String {
         var parts: [String] = []
         parts.append(pad(RFC3339.string(from: location.timestamp), 24, left: true))
         parts.append(pad(coordinate(location.latitude, positive: "N", negative: "S"), 13))
@@ -58,7 +59,7 @@ public enum TextEventFormatter {
     }
 
     /// The correction status as a GPS user writes it.
-    public static func label(_ status: CorrectionStatus) -> String {
+    package static func label(_ status: CorrectionStatus) -> String {
         switch status {
         case .gps: "GPS"
         case .dgps: "DGPS"

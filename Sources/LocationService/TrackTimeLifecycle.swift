@@ -7,11 +7,11 @@ import LocationCore
 /// fix it moves ``clock`` to the fix's track time (never backwards), lets the application's timers (grace
 /// period, task expiry) run, and applies the script entries that are due, so the fix itself is handled in
 /// the new state. Build the ``Application`` on ``clock`` so its timers count track time too.
-public final class TrackTimeLifecycle: Sendable {
+package final class TrackTimeLifecycle: Sendable {
     /// The track-time clock; the application's timers should run on it.
-    public let clock = ManualClock()
+    package let clock = ManualClock()
     /// The plan.
-    public let script: LifecycleScript
+    package let script: LifecycleScript
 
     private struct State {
         var application: Application?
@@ -23,23 +23,29 @@ public final class TrackTimeLifecycle: Sendable {
     private let state = Locked(State())
 
     /// Creates a driver for a script.
-    public init(script: LifecycleScript) {
+    package init(script: LifecycleScript) {
         self.script = script
     }
 
     /// The application to drive (it should run on ``clock``).
-    public func drive(_ application: Application) {
+    package func drive(_ application: Application) {
         state.withLock { $0.application = application }
     }
 
     /// Track time so far: from the first fix to the latest one seen.
-    public var trackTime: Duration { clock.now.offset }
+    package var trackTime: Duration { clock.now.offset }
 
     /// Transitions the script asked for that the lifecycle refused.
-    public var failures: [LocationError] { state.withLock { $0.failures } }
+    package var failures: [LocationError] { state.withLock { $0.failures } }
 
     /// Handles one source event; call before the manager sees it.
-    public func observe(_ event: LocationSourceEvent) {
+    /// The source with the lifecycle driven from its fixes: each fix first moves track time (and the
+    /// scripted changes due by then), then goes on to the manager, which so sees it in its right state.
+    package func drivingLifecycle(of source: any LocationSource) -> any LocationSource {
+        TrackTimeSource(base: source, driver: self)
+    }
+
+    func observe(_ event: LocationSourceEvent) {
         guard case .location(let location) = event else { return }
         let (application, due) = state.withLock { state -> (Application?, [LifecycleScript.Entry]) in
             let first = state.firstTimestamp ?? location.timestamp
@@ -65,5 +71,27 @@ public final class TrackTimeLifecycle: Sendable {
                 state.withLock { $0.failures.append(error) }
             }
         }
+    }
+}
+
+/// A source whose fixes drive a ``TrackTimeLifecycle`` before the manager sees them.
+private struct TrackTimeSource: LocationSource {
+    let base: any LocationSource
+    let driver: TrackTimeLifecycle
+
+    var name: String { base.name }
+
+    func run(_ context: LocationSourceContext) async throws {
+        let driver = self.driver
+        // Weakly: `context` holds `inner` through the mode forwarder, and a strong reference back made a
+        // cycle that kept both contexts alive after every run (found by LeakSanitizer). Whoever runs the
+        // source keeps `context` alive while it runs; events after that are stale anyway.
+        let inner = LocationSourceContext(clock: context.clock, mode: context.mode) { [weak context] event in
+            driver.observe(event)
+            context?.report(event)
+        }
+        context.forwardModeChanges { inner.setMode($0) }
+        inner.setMode(context.mode)
+        try await base.run(inner)
     }
 }

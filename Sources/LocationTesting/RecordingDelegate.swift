@@ -19,6 +19,7 @@ public final class RecordingDelegate: LocationManagerDelegate {
     }
 
     private let recorded = Locked<[Call]>([])
+    private let recordedEvents = Locked<[LocationEvent]>([])
 
     /// Creates an empty recorder.
     public init() {}
@@ -49,8 +50,28 @@ public final class RecordingDelegate: LocationManagerDelegate {
         calls.compactMap { if case .dropped(let value) = $0 { value } else { nil } }
     }
 
+    /// Every event the manager's stream carried, in order, as `didReceive` got it.
+    public var events: [LocationEvent] { recordedEvents.value }
+
     /// Forgets everything recorded so far.
-    public func reset() { recorded.withLock { $0.removeAll() } }
+    public func reset() {
+        recorded.withLock { $0.removeAll() }
+        recordedEvents.withLock { $0.removeAll() }
+    }
+
+    /// Records the event, then calls the specific method as the default implementation does.
+    public func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
+        recordedEvents.withLock { $0.append(event) }
+        switch event {
+        case .locations(let locations, _): locationManager(manager, didUpdateLocations: locations)
+        case .error(let error): locationManager(manager, didFailWithError: error)
+        case .accuracyPolicy(let policy): locationManager(manager, didChangeAccuracyPolicy: policy)
+        case .sourceStatus(let status): locationManager(manager, didChangeSourceStatus: status)
+        case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
+        case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
+        case .lifecycle: break
+        }
+    }
 
     public func locationManager(_ manager: LocationManager, didUpdateLocations locations: [Location]) {
         recorded.withLock { $0.append(.locations(locations)) }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
+import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationService

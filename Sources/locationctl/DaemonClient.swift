@@ -1,6 +1,5 @@
 import Foundation
 import LocationControl
-import LocationCommandLine
 import LocationCore
 import LocationService
 import UnixSignals
@@ -10,18 +9,18 @@ enum DaemonClient {
     /// Turns a control error into the command's failure: unreachable daemon 69, no fix 75, refused state 64,
     /// another user's socket 77.
     static func failure(_ error: ControlError, socket: String) -> CommandFailure {
-        switch error.code.rawValue {
-        case "no-fix": .noFix(error.message)
+        switch error.code {
+        case ControlError.Code(LocationError.Code.noFix): .noFix(error.message)
         // The daemon answered: its source (gpsd, a replay file) is down, and the message says why.
-        case "source-unavailable", "source-failed": .unavailable("locationd at \(socket): \(error.message)")
-        case "invalid-transition", "bad-request", "unknown-command": .usage(error.message)
-        case ControlError.Code.untrustedPeer.rawValue: .noPermission(error.message)
-        case ControlError.Code.permissionDenied.rawValue:
+        case ControlError.Code(LocationError.Code.sourceUnavailable), ControlError.Code(LocationError.Code.sourceFailed):
+            .unavailable("locationd at \(socket): \(error.message)")
+        case ControlError.Code(LocationError.Code.invalidTransition), .badRequest, .unknownCommand: .usage(error.message)
+        case .untrustedPeer: .noPermission(error.message)
+        case .permissionDenied:
             .noPermission("\(error.message); the socket is owner-only: run as the user locationd runs as")
-        case ControlError.Code.tooManyConnections.rawValue, ControlError.Code.shuttingDown.rawValue:
+        case .tooManyConnections, .shuttingDown:
             .unavailable("locationd at \(socket) is busy: \(error.message)")
-        case ControlError.Code.notListening.rawValue, ControlError.Code.pathTooLong.rawValue, ControlError.Code.connectionClosed.rawValue,
-            ControlError.Code.timeout.rawValue, ControlError.Code.io.rawValue:
+        case .notListening, .pathTooLong, .connectionClosed, .timeout, .io:
             .unavailable("locationd at \(socket): \(error.message)")
         default: .badData("locationd at \(socket): \(error.message)")
         }
@@ -58,7 +57,7 @@ enum DaemonClient {
             let failure = failure(error, socket: socket)
             // A daemon that answered that its source is down has the answer (69 and its reason); only a
             // daemon that cannot be reached or used is passed over for gpsd when no socket was named.
-            let daemonAnswered = error.code.rawValue == "source-unavailable" || error.code.rawValue == "source-failed"
+            let daemonAnswered = [ControlError.Code(LocationError.Code.sourceUnavailable), ControlError.Code(LocationError.Code.sourceFailed)].contains(error.code)
             if (failure.exitCode == 69 || failure.exitCode == 77), !required, !daemonAnswered { return nil }
             throw failure
         }
@@ -82,7 +81,7 @@ enum DaemonClient {
                 for try await line in lines {
                     do throws(LocationError) {
                         // An event type a newer daemon sends is skipped, not an end to watching.
-                        guard let event = try ServiceEventDecoder.eventIfKnown(line) else { continue }
+                        guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
                         limits.handle(event) { writer.write($0) }
                     } catch {
                         problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
+import LocationService
 
 /// `locationctl`: watch, replay, and query positions from the command line.
 @main

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
 import LocationCore
 import LocationService
 import TrackPlot

@@ -1,5 +1,5 @@
 import Foundation
-import LocationCommandLine
+import LocationControl
 import LocationCore
 import LocationGPX
 import LocationService
@@ -145,8 +145,8 @@ final class PlotInput {
     /// Decodes one line with the service's decoder, as `watch` reads the daemon, and turns it into an item.
     private func decode(_ line: [UInt8], number: Int, isLast: Bool, skipped: inout Int, _ visit: (PlotItem) throws -> Void) throws {
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return }
-        let event: ServiceEvent?
-        do throws(LocationError) { event = try ServiceEventDecoder.eventIfKnown(line) } catch {
+        let event: ControlEvent?
+        do throws(LocationError) { event = try ControlEventDecoder.eventIfKnown(line) } catch {
             if isLast {
                 // A watch cut off mid-line (Ctrl-C, kill) leaves a partial last line: drawn without it.
                 if !notedTruncated {

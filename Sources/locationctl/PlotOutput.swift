@@ -1,5 +1,5 @@
 import Foundation
-import LocationCommandLine
+import LocationService
 
 #if canImport(Glibc)
     import Glibc

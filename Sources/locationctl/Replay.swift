@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
+import LocationControl
 import LocationCore
 import LocationGPX
 import LocationService
@@ -61,20 +61,14 @@ struct Replay: AsyncParsableCommand {
             throw CommandFailure.cannotCreate(error.message)
         }
         let driver = TrackTimeLifecycle(script: script)
-        let application = Application(configuration: settings.applicationConfiguration, clock: driver.clock)
-        let ended = AsyncStream.makeStream(of: LocationSourceStatus.self)
-        let recorder = ServiceEventRecorder(application: application, statusChanged: { status in
-            if status == .ended || status == .unavailable { ended.continuation.yield(status) }
-        }) { event in writer.write(event) }
-        driver.drive(application)
-        try application.transition(to: policy == .reduced ? .background : .active)
-
         let replay: GPXReplaySource
         do { replay = try GPXReplaySource(path: file, options: options) } catch { throw CommandFailure.usage(error.message) }
-        let source = ObservedLocationSource(replay) { driver.observe($0) }
-        let manager = try LocationManager(
-            source: source, application: application, configuration: settings.managerConfiguration)
-        manager.delegate = recorder
+        let session = try LocationSession(
+            source: driver.drivingLifecycle(of: replay), settings: settings,
+            startState: policy == .reduced ? .background : .active, lifecycleClock: driver.clock
+        ) { event in writer.write(event) }
+        driver.drive(session.application)
+        let manager = session.manager
 
         let progress = ReplayProgress.start(enabled: isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)) {
             (writer.locationCount, driver.trackTime)
@@ -83,7 +77,7 @@ struct Replay: AsyncParsableCommand {
         manager.startUpdatingLocation()
         let outcome = await withTaskGroup(of: ReplayOutcome.self) { group in
             group.addTask {
-                for await status in ended.stream { return status == .ended ? .ended : .failed }
+                for await status in session.sourceStopped { return status == .ended ? .ended : .failed }
                 return .ended
             }
             group.addTask {
@@ -99,19 +93,15 @@ struct Replay: AsyncParsableCommand {
             return first
         }
         progress?.stop()
-        manager.stopUpdatingLocation()
-        await manager.waitForPendingDeliveries()
         // Fixes still held when the track ends are delivered rather than lost (unless nobody reads them).
-        if manager.heldCount > 0, outcome != .outputStopped { try? application.transition(to: .active) }
-        await application.waitForPendingEvents()
-        await manager.waitForPendingDeliveries()
+        await session.finish(deliverHeld: outcome != .outputStopped)
         for failure in driver.failures { writer.write(.error(failure)) }
-        withExtendedLifetime((manager, recorder)) {}
+        withExtendedLifetime(session) {}
         do throws(EventWriter.Failure) { try writer.finish() } catch {
             if let failure = CommandFailure.from(error) { throw failure }
             return
         }
-        if outcome == .failed, let error = recorder.sourceFailure {
+        if outcome == .failed, let error = session.sourceFailure {
             throw error.code == .sourceUnavailable ? CommandFailure.missingInput(error.message) : .badData(error.message)
         }
     }

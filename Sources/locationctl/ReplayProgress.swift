@@ -1,5 +1,4 @@
 import Foundation
-import LocationCommandLine
 import LocationCore
 
 /// A one-line progress display on standard error, refreshed twice a second while a replay runs.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LocationControl
-import LocationCommandLine
 import LocationCore
 import LocationService
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
+import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationService
@@ -93,24 +93,16 @@ struct Watch: AsyncParsableCommand {
         var settings = try await policyOptions.resolve()
         try gpsdOptions.apply(to: &settings)
         let source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
-        let application = Application(configuration: settings.applicationConfiguration)
-        let recorder = ServiceEventRecorder(application: application) { event in
+        let session = try LocationSession(
+            source: source, settings: settings, startState: policy == .reduced ? .background : .active
+        ) { event in
             limits.handle(event) { writer.write($0) }
         }
-        try application.transition(to: policy == .reduced ? .background : .active)
-        let manager = try LocationManager(source: source, application: application, configuration: settings.managerConfiguration)
-        manager.delegate = recorder
-        manager.startUpdatingLocation()
+        session.manager.startUpdatingLocation()
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
-        manager.stopUpdatingLocation()
-        await manager.waitForPendingDeliveries()
         // Fixes held while suspended are delivered at exit, as replay does, rather than thrown away.
-        if manager.heldCount > 0, writer.failure == nil {
-            try? application.transition(to: .active)
-            await application.waitForPendingEvents()
-            await manager.waitForPendingDeliveries()
-        }
-        withExtendedLifetime((manager, recorder)) {}
+        await session.finish(deliverHeld: writer.failure == nil)
+        withExtendedLifetime(session) {}
         if outcome == .unreachable, let error = limits.firstError {
             return .unavailable(error.message)
         }
@@ -146,7 +138,7 @@ final class WatchLimits: Sendable {
 
     /// Writes the event unless the count is reached; ends the watch (after writing) when the count is
     /// reached or the source turns out to be unreachable.
-    func handle(_ event: ServiceEvent, write: (ServiceEvent) -> Void) {
+    func handle(_ event: ControlEvent, write: (ControlEvent) -> Void) {
         let (shouldWrite, outcome) = state.withLock { state -> (Bool, Outcome?) in
             switch event {
             case .location:

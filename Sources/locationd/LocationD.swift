@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import LocationCommandLine
 import LocationCore
 import LocationGPSD
 import LocationGPX
@@ -101,11 +100,7 @@ struct LocationD: AsyncParsableCommand {
                 let options = try replayOptions.sourceOptions()
                 try Self.checkReplayable(replay)
                 do throws(LocationError) {
-                    // The replay's problems (a damaged point, a step back in time) go to the log too.
-                    let file = try GPXReplaySource(path: replay, options: options)
-                    source = ObservedLocationSource(file) { [logger] event in
-                        if case .error(let error) = event { logger.warning("\(error.description)") }
-                    }
+                    source = try GPXReplaySource(path: replay, options: options)
                 } catch {
                     throw CommandFailure.usage(error.message)
                 }
@@ -115,11 +110,7 @@ struct LocationD: AsyncParsableCommand {
                     return
                 }
                 do throws(LocationError) {
-                    // gpsd's outages and bad data go to the log as well as to watchers: one line each.
-                    let gpsd = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
-                    source = ObservedLocationSource(gpsd) { [logger] event in
-                        if case .error(let error) = event { logger.warning("\(error.description)") }
-                    }
+                    source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
                 } catch { throw CommandFailure.usage(error.message) }
             }
             let daemon = try LocationDaemon(

@@ -1,27 +1,17 @@
 import Foundation
-import LocationCommandLine
 import LocationControl
 import LocationCore
 import LocationService
 import Logging
 import ServiceLifecycle
 
-/// The daemon: one location manager and its lifecycle, the last fix, and the control socket.
+/// The daemon: one app session (its lifecycle and location manager) and the control socket.
 final class LocationDaemon: Service, Sendable {
-    let application: Application
-    let manager: LocationManager
+    let session: LocationSession
+    var application: Application { session.application }
+    var manager: LocationManager { session.manager }
     let settings: ServiceConfiguration
-    private let recorder: ServiceEventRecorder
     private let server: Locked<ControlServer?> = Locked(nil)
-    private let lastFix = Locked<(location: Location, arrived: ContinuousClock.Instant)?>(nil)
-    /// The source's last error, for `status`.
-    private let sourceProblem = Locked<String?>(nil)
-    /// What was cut off a damaged journal at start, for `status`.
-    private let journalProblem = Locked<String?>(nil)
-    /// Whether the source is down, since when and why: `current` answers at once while it is.
-    private let sourceOutage = Locked(SourceOutageTracker())
-    /// The wall clock, for the time an outage began.
-    private let now: @Sendable () -> Date
     private let logger: Logger
     private let startedAt = ContinuousClock.now
     /// A fix that arrived this recently is answered to `current` at once.
@@ -32,45 +22,31 @@ final class LocationDaemon: Service, Sendable {
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(CommandFailure) {
         self.settings = settings
-        self.now = now
         self.logger = logger
-        let application = Application(configuration: settings.applicationConfiguration)
-        self.application = application
         let server = self.server
-        let journalProblem = self.journalProblem
-        let sourceOutage = self.sourceOutage
-        let recorder = ServiceEventRecorder(
-            application: application,
-            statusChanged: { status in sourceOutage.withLock { $0.status(status, at: now()) } }
-        ) { event in
-            if case .error(let error) = event, error.code == .journalCorrupt || error.code == .journalIO {
-                journalProblem.withLock { $0 = error.message }
-            }
-            if case .error(let error) = event { sourceOutage.withLock { $0.error(error) } }
-            _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
-        }
-        self.recorder = recorder
-        let lastFix = self.lastFix
-        let sourceProblem = self.sourceProblem
-        let observed = ObservedLocationSource(source) { event in
-            switch event {
-            case .location(let location): lastFix.withLock { $0 = (location, .now) }
-            case .error(let error): sourceProblem.withLock { $0 = error.description }
-            case .status, .satellitesInView: break
-            }
-        }
         let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
         let startState = stateFile.map { Self.startState(explicit: explicitState, saved: $0, logger: logger) }
             ?? explicitState ?? .active
         do {
-            try application.transition(to: startState)
-            manager = try LocationManager(
-                source: observed, application: application, configuration: settings.managerConfiguration, logger: logger)
-            try stateFile?.record(application) { error in logger.error("\(error.message)") }
+            session = try LocationSession(
+                source: source, settings: settings, startState: startState, logger: logger, now: now
+            ) { event in
+                // The source's problems (gpsd's outages and bad data, a damaged point in a replay) go to
+                // the log as well as to watchers, one line each; the manager logs the journal's itself.
+                if case .error(let error) = event, error.code != .journalIO, error.code != .journalCorrupt {
+                    logger.warning("\(error.description)")
+                }
+                // Every state the app reaches is saved, so that a restart resumes it.
+                if case .state(let state) = event {
+                    stateFile?.note(state) { error in logger.error("\(error.message)") }
+                }
+                _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
+            }
+            // Whatever the launch saved, the first record must be written, or the daemon does not start.
+            try stateFile?.save(session.application.applicationState)
         } catch {
             throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
         }
-        manager.delegate = recorder
     }
 
     /// The state to start in: an explicit `--state` wins; else the saved state, if it is valid and belongs to
@@ -131,18 +107,19 @@ final class LocationDaemon: Service, Sendable {
         switch request {
         case .current(let timeout, let accuracy):
             // A source that is down answers at once with its own reason, rather than after the timeout.
-            if let outage = sourceOutage.value.outage {
+            if let outage = session.outage {
                 return .failure(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))
             }
+            // The manager's last fix is after the policy: coarsened while the app runs in the background.
             // A replay that has ended keeps its last fix: asking the manager would start it again from
             // its first point.
             if manager.sourceStatus == .ended {
-                guard let (location, _) = lastFix.value else {
+                guard let location = manager.location else {
                     return .failure(LocationError(.noFix, "\(manager.source.name) ended before any fix"))
                 }
                 return .location(location)
             }
-            if let (location, arrived) = lastFix.value, ContinuousClock.now - arrived <= Self.freshFixAge,
+            if let (location, age) = manager.locationWithAge, age <= Self.freshFixAge,
                 AcquisitionSelector.meets(location, accuracy)
             {
                 return .location(location)
@@ -164,14 +141,14 @@ final class LocationDaemon: Service, Sendable {
             }
             let state = application.applicationState
             return .state(state, executingInBackground: application.executingInBackground,
-                          policy: ServiceEvent.policy(for: state))
+                          policy: manager.accuracyPolicy)
         case .status:
             return .status(currentStatus())
         case .watch:
             let state = application.applicationState
             var first = [JSONLineEncoder.line(.state(state))]
             // A new watcher learns at once why no fix may come, rather than facing a blank screen.
-            if let outage = sourceOutage.value.outage {
+            if let outage = session.outage {
                 first.append(JSONLineEncoder.line(.error(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))))
             } else if manager.sourceStatus == .ended {
                 first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
@@ -181,17 +158,17 @@ final class LocationDaemon: Service, Sendable {
     }
 
     private func currentStatus() -> DaemonStatus {
-        let fix = lastFix.value
+        let fix = manager.locationWithAge
         let state = application.applicationState
-        let outage = sourceOutage.value.outage
+        let outage = session.outage
         return DaemonStatus(
             state: state, executingInBackground: application.executingInBackground,
-            policy: ServiceEvent.policy(for: state), source: manager.source.name, sourceStatus: manager.sourceStatus,
-            lastFix: fix?.location, lastFixAge: fix.map { (ContinuousClock.now - $0.arrived).seconds },
+            policy: manager.accuracyPolicy, source: manager.source.name, sourceStatus: manager.sourceStatus,
+            lastFix: fix?.location, lastFixAge: fix.map { $0.age.seconds },
             held: manager.heldCount, unjournaled: manager.unjournaledCount, dropped: manager.droppedCount,
             journal: manager.journalPath,
             watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
-            journalProblem: journalProblem.value, sourceProblem: sourceProblem.value,
+            journalProblem: session.journalProblem, sourceProblem: session.sourceProblem,
             sourceDownSince: outage.map { RFC3339.string(from: $0.since) }, sourceDownReason: outage?.reason?.message)
     }
 }

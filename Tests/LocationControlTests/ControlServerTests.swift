@@ -183,7 +183,7 @@ struct ControlServerTests {
             socket.write("{\"command\":\"status\",\"pad\":\"" + String(repeating: "x", count: 65536) + "\"}\n")
             return socket.readToEnd()
         }
-        #expect(lines.count == 2)
+        try #require(lines.count == 2)
         #expect(lines.first?.hasPrefix("{\"ok\":true,\"status\"") == true)
         #expect(try errorCode(lines[1]) == "request-too-large")
         #expect(await waitUntil { server.connectionCount == 0 })

@@ -10,22 +10,36 @@ struct SuspendedBatchingTests {
     static let everyTenSeconds = ReducedAccuracyPolicy(
         interval: .seconds(10), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
 
-    @Test("without background location mode, background suspends after the grace period and fixes are held")
-    func suspendsAndHolds() async throws {
+    @Test("without background location mode nothing reaches the app from didEnterBackground on: every reduced fix is held")
+    func holdsFromDidEnterBackground() async throws {
         try await serially {
             let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds))
             await h.start()
             await h.play(0..<3)
+            let deliveredInForeground = h.delegate.locations.count
+            #expect(deliveredInForeground == 3)
             try h.application.enterBackground()
             await h.settle()
-            await h.play(3..<5)
-            #expect(h.application.applicationState == .background)
-            await h.play(5..<8)
+            await h.play(3..<60)
+            #expect(h.delegate.locations.count == deliveredInForeground, "no location reaches a background app without the mode")
+            #expect(h.manager.heldCount == 6, "one reduced fix per 10 s acquisition, from the first moment in the background")
+            try h.application.enterForeground()
+            #expect(h.delegate.deliveries.last?.count == 6)
+        }
+    }
+
+    @Test("with background location mode a suspended app gets its reduced fixes live, as iOS wakes it for each location event")
+    func suspendedWithModeGetsLiveFixes() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(allowsBackgroundLocationUpdates: true, reduced: Self.everyTenSeconds))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            h.delegate.reset()
+            await h.play(0..<60)
             #expect(h.application.applicationState == .suspended)
-            let deliveredBeforeSuspension = h.delegate.locations.count
-            await h.play(8..<60)
-            #expect(h.delegate.locations.count == deliveredBeforeSuspension)
-            #expect(h.manager.heldCount == 5)
+            #expect(h.delegate.deliveries.count == 6)
+            #expect(h.manager.heldCount == 0)
         }
     }
 
@@ -36,7 +50,13 @@ struct SuspendedBatchingTests {
             await h.start()
             try h.application.transition(to: .suspended)
             await h.settle()
-            await h.play(0..<50)
+            // Fixes that arrive out of time order (a receiver replaying its buffer after a reconnect): the
+            // batch is still delivered oldest first.
+            for index in [30, 10, 40, 0, 20] {
+                h.source.emit(LocationFixtures.walk(index))
+                await Task.megaYield()
+                await h.clock.advance(by: .seconds(10))
+            }
             let held = h.manager.heldCount
             #expect(held == 5)
             h.delegate.reset()
@@ -50,7 +70,7 @@ struct SuspendedBatchingTests {
             #expect(h.delegate.deliveries.count == 1)
             let batch = try #require(h.delegate.deliveries.first)
             #expect(batch.count == held)
-            #expect(batch == batch.sorted { $0.timestamp < $1.timestamp })
+            #expect(batch.map(\.timestamp) == [0, 10, 20, 30, 40].map { LocationFixtures.walk($0).timestamp })
             #expect(await observer.value == batch)
             try h.application.becomeActive()
             await h.settle()
@@ -61,19 +81,21 @@ struct SuspendedBatchingTests {
         }
     }
 
-    @Test("duplicates (same time and position) are removed from the flushed batch")
+    @Test("duplicates (same time and position) that were not back to back are removed from the flushed batch")
     func duplicatesRemoved() async throws {
         try await serially {
             let h = try Harness(configuration: .init(reduced: .init(interval: .seconds(1), desiredAccuracy: nil)))
             await h.start()
             try h.application.transition(to: .suspended)
             await h.settle()
-            // A receiver repeating each fix: every acquisition hears a fix seen before.
-            for index in 0..<6 {
-                h.source.emit(LocationFixtures.walk(index / 2))
+            // A receiver that repeats earlier fixes, never two alike in a row: the filter on consecutive
+            // fixes lets each through, so only the batch's own de-duplication can remove them.
+            for index in [0, 1, 0, 2, 1, 2] {
+                h.source.emit(LocationFixtures.walk(index))
                 await Task.megaYield()
                 await h.clock.advance(by: .seconds(1))
             }
+            #expect(h.manager.heldCount == 6, "all six reached the batch")
             try h.application.enterForeground()
             #expect(h.delegate.deliveries == [LocationFixtures.walk(count: 3)])
         }

@@ -236,7 +236,7 @@ struct DaemonCrashTests {
                 Issue.record("no batch on the foreground: \(unbatched) live fixes came first")
                 break
             }
-            let event = try ServiceEventDecoder.event(try watcher.readLine(timeout: .seconds(20)))
+            let event = try ControlEventDecoder.event(try watcher.readLine(timeout: .seconds(20)))
             switch event {
             case .batch(let count, _):
                 #expect(expected == nil, "one batch")

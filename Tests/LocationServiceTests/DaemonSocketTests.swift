@@ -79,7 +79,7 @@ struct DaemonSocketTests {
                     while !stop.value {
                         do {
                             let line = try client.readLine(timeout: .seconds(5))
-                            let event = try? ServiceEventDecoder.event(line)
+                            let event = try? ControlEventDecoder.event(line)
                             watchers.withLock { $0[index].note(event, at: ContinuousClock.now) }
                         } catch let error as ControlError where error.code == .timeout {
                             continue
@@ -205,7 +205,7 @@ struct DaemonSocketTests {
         var lastTime: Date?
         var failure: String?
 
-        mutating func note(_ event: ServiceEvent?, at now: ContinuousClock.Instant) {
+        mutating func note(_ event: ControlEvent?, at now: ContinuousClock.Instant) {
             switch event {
             case .location(let location):
                 locations += 1

@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationCore
 import LocationService
 import LocationTesting
@@ -33,7 +34,7 @@ struct FixQualityServiceTests {
     func jsonLine() throws {
         let line = String(decoding: JSONLineEncoder.line(.location(Self.rtkFix)), as: UTF8.self)
         #expect(line.contains(#""fixMode":"3D","correctionStatus":"rtk-fixed","satellitesUsed":11,"satellitesVisible":17"#), "\(line)")
-        #expect(try ServiceEventDecoder.event(Array(line.utf8.dropLast())) == .location(Self.rtkFix))
+        #expect(try ControlEventDecoder.event(Array(line.utf8.dropLast())) == .location(Self.rtkFix))
         let codable = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.rtkFix)) as? [String: Any]
         let handWritten = try JSONSerialization.jsonObject(with: Data(JSONLineEncoder.object(Self.rtkFix))) as? [String: Any]
         #expect(codable?["correctionStatus"] as? String == "rtk-fixed")
@@ -45,12 +46,12 @@ struct FixQualityServiceTests {
 
     @Test("waiting and fix events read back from JSON lines; hostile ones are refused")
     func sourceEvents() throws {
-        let events: [ServiceEvent] = [
+        let events: [ControlEvent] = [
             .source(.noFix, satellitesVisible: 7), .source(.noFix, satellitesVisible: nil), .source(.hasFix, satellitesVisible: nil),
         ]
         for event in events {
             let line = JSONLineEncoder.line(event)
-            #expect(try ServiceEventDecoder.event(Array(line.dropLast())) == event)
+            #expect(try ControlEventDecoder.event(Array(line.dropLast())) == event)
         }
         #expect(String(decoding: JSONLineEncoder.line(events[0]), as: UTF8.self) == #"{"type":"source","status":"no-fix","satellitesVisible":7}"# + "\n")
         #expect(TextEventFormatter.line(events[0]) == "── waiting for a fix (7 satellites seen)")
@@ -63,25 +64,22 @@ struct FixQualityServiceTests {
             #"{"type":"source","status":"no-fix","satellitesVisible":1e300}"#,
             #"{"type":"source","status":"no-fix","satellitesVisible":"7"}"#,
         ] {
-            #expect(throws: LocationError.self, "\(hostile)") { try ServiceEventDecoder.event(Array(hostile.utf8)) }
+            #expect(throws: LocationError.self, "\(hostile)") { try ControlEventDecoder.event(Array(hostile.utf8)) }
         }
     }
 
-    /// A started manager on a scripted source, its service events recorded (state lines left out).
-    static func recordedManager() async throws -> (ScriptedLocationSource, LocationManager, Locked<[ServiceEvent]>, ServiceEventRecorder) {
+    /// A started session on a scripted source, its lines recorded (state lines left out).
+    static func recordedManager() async throws -> (ScriptedLocationSource, LocationManager, Locked<[ControlEvent]>, LocationSession) {
         let source = ScriptedLocationSource()
-        let application = Application()
-        let events = Locked<[ServiceEvent]>([])
-        let recorder = ServiceEventRecorder(application: application) { event in
+        let events = Locked<[ControlEvent]>([])
+        let session = try LocationSession(source: source, settings: ServiceConfiguration(), startState: .active) { event in
             if case .state = event { return }
             events.withLock { $0.append(event) }
         }
-        try application.transition(to: .active)
-        let manager = try LocationManager(source: source, application: application)
-        manager.delegate = recorder
+        let manager = session.manager
         manager.startUpdatingLocation()
         await source.waitUntilListening()
-        return (source, manager, events, recorder)
+        return (source, manager, events, session)
     }
 
     /// Polls `condition` (real delivery threads, at most 10 s), then waits for the manager's deliveries.

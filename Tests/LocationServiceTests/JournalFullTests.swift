@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationCore
 import LocationService
 import LocationTesting

@@ -82,23 +82,21 @@ struct LifecycleStateFileTests {
         #expect(throws: LocationError.self) { try LifecycleStateFile(journalPath: directory.file("none")).save(.active) }
     }
 
-    @Test("recording saves the current state, then every transition, and keeps the last running state on termination")
-    func recordsTransitions() async throws {
+    @Test("noting states saves each one, keeps the last running state on termination, and reports a failed save")
+    func notesStates() async throws {
         let (directory, journal) = try Self.journal()
         let file = LifecycleStateFile(journalPath: journal)
-        let application = Application()
-        try application.transition(to: .active)
-        try file.record(application)
-        #expect(file.load() == .restored(.active))
-        try application.transition(to: .background)
-        await application.waitForPendingEvents()
-        #expect(file.load() == .restored(.background))
-        try application.transition(to: .suspended)
-        await application.waitForPendingEvents()
+        var failures: [LocationError] = []
+        for state in [ApplicationState.active, .background, .suspended] {
+            file.note(state) { failures.append($0) }
+            #expect(file.load() == .restored(state))
+        }
+        file.note(.notRunning) { failures.append($0) }
         #expect(file.load() == .restored(.suspended))
-        application.terminate()
-        await application.waitForPendingEvents()
-        #expect(file.load() == .restored(.suspended))
+        #expect(failures.isEmpty)
+        try FileManager.default.removeItem(atPath: journal)
+        file.note(.active) { failures.append($0) }
+        #expect(failures.map(\.code) == [.journalIO])
         _ = directory
     }
 }

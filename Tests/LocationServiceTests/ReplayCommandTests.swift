@@ -48,7 +48,7 @@ struct ReplayCommandTests {
         #expect(read.map(\.timestamp) == LocationFixtures.walk(count: 50).map(\.timestamp))
     }
 
-    @Test("a lifecycle script shows background, suspension and one flushed batch, deterministically")
+    @Test("without the background location mode a lifecycle script holds every fix from the background on and flushes them as one batch, deterministically")
     func lifecycleScript() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 600)
@@ -66,23 +66,44 @@ struct ReplayCommandTests {
         let batchIndex = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
         let count = try #require(objects[batchIndex]["count"] as? Int)
         #expect(objects[batchIndex]["reason"] as? String == "foreground")
-        // Suspended from 120 s to 300 s with one acquisition every 30 s of track time.
-        #expect(count == 6)
+        // The state line that flushed the batch comes just before it.
+        #expect(objects[batchIndex - 1]["state"] as? String == "inactive")
         let batch = objects[(batchIndex + 1)...].prefix(count)
         #expect(batch.allSatisfy { $0["type"] as? String == "location" })
         let seconds = batch.compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date.timeIntervalSince(LocationFixtures.epoch) }
-        #expect(seconds == seconds.sorted())
-        #expect(zip(seconds, seconds.dropFirst()).allSatisfy { $1 - $0 >= 29 })
-        // In the background (60–120 s) only reduced fixes are delivered live.
+        // Held from 60 s, the fix that met didEnterBackground, then one acquisition every 30 s of track time
+        // (the first at once, at 61 s) until the return to the foreground at 301 s.
+        #expect(seconds == [60, 61, 91, 121, 151, 181, 211, 241, 271])
+        // Nothing reached the app between didEnterBackground and the batch: only the 60 foreground fixes.
         let live = objects.prefix(batchIndex).filter { $0["type"] as? String == "location" }
-        // The same every run (the replay is byte-identical): the 60 foreground fixes of 0–59 s and the
-        // reduced acquisitions from 60 s until the suspension.
-        #expect(live.count == 63)
+        #expect(live.count == 60)
         // The lifecycle moves at the first delivered fix at or after each script time: while duty-cycled
-        // (acquisitions at 121, 151, …, 301 s) that is 301 s; from there every epoch is delivered again.
+        // that is 301 s; from there every epoch is delivered again.
         let after = objects[(batchIndex + 1 + count)...].filter { $0["type"] as? String == "location" }
         #expect(after.count == 299)
         #expect(after.first?["timestamp"] as? String == "2024-05-01T06:05:01Z")
+    }
+
+    @Test("with --background-location on, background and suspended fixes arrive live at the reduced rate and nothing is held")
+    func lifecycleScriptWithBackgroundLocation() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 600)
+        let result = try Tool.run(
+            "locationctl",
+            [
+                "replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "30", "--reduced-accuracy", "10",
+                "--background-location", "on", "--lifecycle", "60s:background,120s:suspended,300s:active",
+            ], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try jsonObjects(result.lines)
+        #expect(!objects.contains { $0["type"] as? String == "batch" })
+        let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
+        #expect(states == ["inactive", "active", "inactive", "background", "suspended", "inactive", "active"])
+        let background = objects.drop { $0["state"] as? String != "background" }.prefix { $0["state"] as? String != "inactive" }
+        let seconds = background.filter { $0["type"] as? String == "location" }
+            .compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date.timeIntervalSince(LocationFixtures.epoch) }
+        #expect(seconds == [60, 61, 91, 121, 151, 181, 211, 241, 271])
+        #expect(objects.filter { $0["type"] as? String == "location" }.count == 60 + 9 + 299)
     }
 
     @Test("fixes still held at the end of the track are delivered, not lost")

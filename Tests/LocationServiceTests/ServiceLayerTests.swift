@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationService
@@ -131,14 +132,14 @@ struct ServiceLayerTests {
 
     @Test("every event survives JSON lines both ways")
     func eventRoundTrip() throws {
-        let events: [ServiceEvent] = [
+        let events: [ControlEvent] = [
             .location(LocationFixtures.walk(3)), .state(.suspended), .batch(count: 12, reason: "foreground"),
             .error(LocationError(.noFix, "no fix \"quoted\"\nnewline")),
         ]
         for event in events {
             let line = JSONLineEncoder.line(event)
             #expect(line.last == 0x0A)
-            #expect(try ServiceEventDecoder.event(Array(line.dropLast())) == event)
+            #expect(try ControlEventDecoder.event(Array(line.dropLast())) == event)
             #expect((try? JSONSerialization.jsonObject(with: Data(line))) != nil)
         }
         #expect(String(decoding: JSONLineEncoder.line(.state(.background)), as: UTF8.self)
@@ -146,12 +147,12 @@ struct ServiceLayerTests {
         #expect(String(decoding: JSONLineEncoder.line(.batch(count: 3, reason: "foreground")), as: UTF8.self)
             == #"{"type":"batch","count":3,"reason":"foreground"}"# + "\n")
         #expect(throws: LocationError(.invalidData, #"unknown event type: {"type":"weather"}"#)) {
-            try ServiceEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
+            try ControlEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
         }
         // A watcher skips an event type a newer daemon sends, rather than ending.
-        #expect(try ServiceEventDecoder.eventIfKnown(Array(#"{"type":"weather","sky":"clear"}"#.utf8)) == nil)
+        #expect(try ControlEventDecoder.eventIfKnown(Array(#"{"type":"weather","sky":"clear"}"#.utf8)) == nil)
         #expect(throws: LocationError(.invalidData, #"not an event line: {"kind":"weather"}"#)) {
-            try ServiceEventDecoder.eventIfKnown(Array(#"{"kind":"weather"}"#.utf8))
+            try ControlEventDecoder.eventIfKnown(Array(#"{"kind":"weather"}"#.utf8))
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import LocationCore
 
-/// Reads the JSON lines that ``JSONLineEncoder`` writes back into ``ServiceEvent``s.
-public enum ServiceEventDecoder {
+/// Reads the JSON lines that ``JSONLineEncoder`` writes back into ``ControlEvent``s.
+public enum ControlEventDecoder {
     private struct Header: Decodable {
         var type: String
         var state: String?
@@ -16,7 +16,7 @@ public enum ServiceEventDecoder {
 
     /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event,
     /// or an event of a type this build does not know.
-    public static func event(_ line: [UInt8]) throws(LocationError) -> ServiceEvent {
+    public static func event(_ line: [UInt8]) throws(LocationError) -> ControlEvent {
         guard let event = try eventIfKnown(line) else {
             throw LocationError(.invalidData, "unknown event type: \(preview(line))")
         }
@@ -25,7 +25,7 @@ public enum ServiceEventDecoder {
 
     /// Decodes one line, or returns `nil` for a well-formed event of a type this build does not know (a
     /// newer daemon's), which a watcher skips; throws for a line that is not an event or a malformed one.
-    public static func eventIfKnown(_ line: [UInt8]) throws(LocationError) -> ServiceEvent? {
+    public static func eventIfKnown(_ line: [UInt8]) throws(LocationError) -> ControlEvent? {
         let data = Data(line)
         let decoder = JSONDecoder()
         let header: Header
@@ -46,11 +46,9 @@ public enum ServiceEventDecoder {
             guard let count = header.count, count >= 0 else { throw LocationError(.invalidData, "bad batch event: \(preview(line))") }
             return .batch(count: count, reason: header.reason ?? "foreground")
         case "error":
-            let code = header.code.flatMap(LocationError.Code.init(rawValue:)) ?? .sourceFailed
-            let message = header.message ?? "unknown error"
-            // Codes this build does not know keep their text in the message.
-            let text = header.code.map { LocationError.Code(rawValue: $0) == nil ? "\($0): \(message)" : message } ?? message
-            return .error(LocationError(code, text))
+            // A code this build does not know is kept as it is: codes are extensible.
+            let code = header.code.map(LocationError.Code.init(rawValue:)) ?? .sourceFailed
+            return .error(LocationError(code, header.message ?? "unknown error"))
         case "source":
             guard let status = header.status.flatMap(LocationSourceStatus.init(rawValue:)),
                 (header.satellitesVisible ?? 0) >= 0

@@ -1,30 +1,29 @@
 import ArgumentParser
 import Foundation
 import LocationCore
-import LocationService
 
 /// The accuracy-policy knobs shared by `replay`, `watch` and `locationd`.
-public struct PolicyOptions: ParsableArguments {
+package struct PolicyOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
-    public init() {}
+    package init() {}
 
     @Option(name: .customLong("reduced-interval"), parsing: .unconditional, help: ArgumentHelp("Seconds between background acquisitions (default 60; \(ValueRange.backgroundInterval)).", valueName: "SEC"))
-    public var reducedInterval: NumberArgument?
+    package var reducedInterval: NumberArgument?
 
     @Option(name: .customLong("reduced-accuracy"), parsing: .unconditional, help: ArgumentHelp("Accuracy in metres that ends a background acquisition (default 100; \(ValueRange.distance)).", valueName: "METRES"))
-    public var reducedAccuracy: NumberArgument?
+    package var reducedAccuracy: NumberArgument?
 
     @Option(name: .customLong("reduced-distance"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between background deliveries (default: none; \(ValueRange.distance)).", valueName: "METRES"))
-    public var reducedDistance: NumberArgument?
+    package var reducedDistance: NumberArgument?
 
-    @Option(name: .customLong("background-location"), help: ArgumentHelp("on: a background app keeps live reduced updates; off: it is suspended after the grace period and fixes are held (default on).", valueName: "on|off"))
-    public var backgroundLocation: Switch?
+    @Option(name: .customLong("background-location"), help: ArgumentHelp("The background location mode. on: a background or suspended app gets its reduced fixes live; off: from the moment it enters the background its fixes are held until it returns to the foreground (default off, as on iOS).", valueName: "on|off"))
+    package var backgroundLocation: Switch?
 
     @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file for everything else (see Config/locationd.yaml).", valueName: "PATH"))
-    public var config: String?
+    package var config: String?
 
     /// Loads the configuration file (if any), then applies the flags on top.
-    public func resolve() async throws -> ServiceConfiguration {
+    package func resolve() async throws -> ServiceConfiguration {
         if let config {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: config, isDirectory: &isDirectory) else {
@@ -48,7 +47,7 @@ public struct PolicyOptions: ParsableArguments {
 }
 
 /// `on` or `off`.
-public enum Switch: String, ExpressibleByArgument, CaseIterable, Sendable {
+package enum Switch: String, ExpressibleByArgument, CaseIterable, Sendable {
     /// Enabled.
     case on
     /// Disabled.

@@ -4,50 +4,50 @@ import LocationCore
 import LocationGPX
 
 /// The replay flags shared by `locationctl replay` and `locationd --replay`.
-public struct ReplayOptions: ParsableArguments {
+package struct ReplayOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
-    public init() {}
+    package init() {}
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Play this many times faster than recorded (\(ValueRange.speedFactor)).", valueName: "X"))
-    public var speed: NumberArgument?
+    package var speed: NumberArgument?
 
     @Flag(help: "Play as fast as possible.")
-    public var fast = false
+    package var fast = false
 
     @Flag(help: "Start over after the last point, until stopped.")
-    public var loop = false
+    package var loop = false
 
     @Option(name: .customLong("start-at"), parsing: .unconditional, help: ArgumentHelp("Start at this point (0-based; \(ReplayOptions.startRange)).", valueName: "N"))
-    public var startAt: NumberArgument?
+    package var startAt: NumberArgument?
 
     @Option(name: .customLong("max-gap"), parsing: .unconditional, help: ArgumentHelp("Shorten gaps between segments to this many seconds (default 10; \(ValueRange.trackTime)).", valueName: "SEC"))
-    public var maxGap: NumberArgument?
+    package var maxGap: NumberArgument?
 
     @Option(name: .customLong("untimed-speed"), parsing: .unconditional, help: ArgumentHelp("Speed along points without times (default 5; \(ValueRange.speed)).", valueName: "MPS"))
-    public var untimedSpeed: NumberArgument?
+    package var untimedSpeed: NumberArgument?
 
     /// The points `--start-at` may name.
     static let startRange = ValueRange(0...1e15, unit: "")
 
     @Option(help: ArgumentHelp("Timestamps as recorded, or rebased to now.", valueName: "recorded|now"))
-    public var timestamps: TimestampChoice = .recorded
+    package var timestamps: TimestampChoice = .recorded
 
     /// `recorded` or `now`.
-    public enum TimestampChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
+    package enum TimestampChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
         /// The file's times.
         case recorded
         /// Times rebased to the start of the replay.
         case now
     }
 
-    public func validate() throws {
+    package func validate() throws {
         if fast, speed != nil { throw ValidationError("use either --speed or --fast, not both") }
         do { _ = try sourceOptions() } catch { throw ValidationError(error.message) }
     }
 
     /// The replay source's options these flags describe; a usage failure (64) naming the first flag whose
     /// value is out of its range.
-    public func sourceOptions() throws(CommandFailure) -> GPXReplaySource.Options {
+    package func sourceOptions() throws(CommandFailure) -> GPXReplaySource.Options {
         var options = GPXReplaySource.Options()
         options.pacing = fast ? .asFastAsPossible : .speedFactor(try speed?.value(in: .speedFactor, for: "--speed") ?? 1)
         options.loop = loop
@@ -61,7 +61,7 @@ public struct ReplayOptions: ParsableArguments {
     /// Checks that `path` can be replayed: it exists (after symbolic links), is not a directory, and this
     /// user may read it; throws exit 66 with the system's reason otherwise. A FIFO or a device passes: it is
     /// read as it comes.
-    public static func checkReadable(_ path: String) throws(CommandFailure) {
+    package static func checkReadable(_ path: String) throws(CommandFailure) {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let number = errno

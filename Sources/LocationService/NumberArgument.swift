@@ -5,28 +5,28 @@ import LocationCore
 ///
 /// Parsing never fails here, so `nan`, `-1` or `1e300` reach the range check, which names the option, the
 /// value as written and the range in one line (exit 64), instead of ArgumentParser's generic complaint.
-public struct NumberArgument: ExpressibleByArgument, Sendable, Hashable {
+package struct NumberArgument: ExpressibleByArgument, Sendable, Hashable {
     /// The value as written.
-    public var text: String
+    package var text: String
 
     /// Keeps the argument as written.
-    public init?(argument: String) {
+    package init?(argument: String) {
         text = argument
     }
 
     /// The number, checked against `range`; a usage failure (64) naming `option` otherwise.
-    public func value(in range: ValueRange, for option: String) throws(CommandFailure) -> Double {
+    package func value(in range: ValueRange, for option: String) throws(CommandFailure) -> Double {
         do { return try range.value(parsing: text, for: option) } catch { throw CommandFailure.usage(error.message) }
     }
 
     /// The number of seconds as a `Duration`, checked against `range`; a usage failure (64) naming `option`
     /// otherwise.
-    public func duration(in range: ValueRange, for option: String) throws(CommandFailure) -> Duration {
+    package func duration(in range: ValueRange, for option: String) throws(CommandFailure) -> Duration {
         do { return try range.duration(parsing: text, for: option) } catch { throw CommandFailure.usage(error.message) }
     }
 
     /// A whole number, checked against `range`; a usage failure (64) naming `option` otherwise.
-    public func integer(in range: ValueRange, for option: String) throws(CommandFailure) -> Int {
+    package func integer(in range: ValueRange, for option: String) throws(CommandFailure) -> Int {
         let value = try value(in: range, for: option)
         guard value == value.rounded() else {
             throw CommandFailure.usage("\(option): \(ValueRange.printable(text)) is not a whole number; use \(range)")

@@ -2,9 +2,9 @@ import UnixSignals
 
 /// SIGINT, SIGTERM and SIGHUP (what a dropped SSH session sends) as an async sequence, so a command can end
 /// cleanly (closing a GPX document, say) instead of dying mid-write.
-public enum Interrupts {
+package enum Interrupts {
     /// Starts trapping the signals; each delivery yields once.
-    public static func install() async -> UnixSignalsSequence {
+    package static func install() async -> UnixSignalsSequence {
         await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
     }
 }

@@ -1,7 +1,7 @@
 import LocationCore
 
 /// One thing that happened, as `locationctl` prints it and `locationd` streams it to watchers.
-public enum ServiceEvent: Sendable, Hashable {
+public enum ControlEvent: Sendable, Hashable {
     /// A delivered location.
     case location(Location)
     /// The app's lifecycle state changed.
@@ -12,7 +12,7 @@ public enum ServiceEvent: Sendable, Hashable {
     case error(LocationError)
     /// The receiver's fix state, for a person watching: `noFix` while it waits for a fix (with the
     /// satellites it sees, when known; repeated when that count changes), then `hasFix` when the fix comes.
-    /// ``ServiceEventRecorder`` reports `hasFix` only after a `noFix`, so a source that has a fix from the
+    /// ``ControlEventRecorder`` reports `hasFix` only after a `noFix`, so a source that has a fix from the
     /// start (a replay) adds no line.
     case source(LocationSourceStatus, satellitesVisible: Int?)
 

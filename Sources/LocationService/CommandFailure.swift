@@ -1,39 +1,38 @@
 import Foundation
 import LocationCore
-import LocationService
 
 /// A failure that ends a command: one line on standard error and a sysexits code.
-public struct CommandFailure: Error, CustomStringConvertible {
+package struct CommandFailure: Error, CustomStringConvertible {
     /// The sysexits code.
-    public var exitCode: Int32
+    package var exitCode: Int32
     /// The line printed after the program name.
-    public var message: String
+    package var message: String
 
     /// Creates a failure with a sysexits code and a message.
-    public init(exitCode: Int32, message: String) {
+    package init(exitCode: Int32, message: String) {
         self.exitCode = exitCode
         self.message = message
     }
 
     /// 64: the command line or configuration is wrong.
-    public static func usage(_ message: String) -> CommandFailure { CommandFailure(exitCode: 64, message: message) }
+    package static func usage(_ message: String) -> CommandFailure { CommandFailure(exitCode: 64, message: message) }
     /// 65: the input data is malformed.
-    public static func badData(_ message: String) -> CommandFailure { CommandFailure(exitCode: 65, message: message) }
+    package static func badData(_ message: String) -> CommandFailure { CommandFailure(exitCode: 65, message: message) }
     /// 66: an input file is missing or unreadable.
-    public static func missingInput(_ message: String) -> CommandFailure { CommandFailure(exitCode: 66, message: message) }
+    package static func missingInput(_ message: String) -> CommandFailure { CommandFailure(exitCode: 66, message: message) }
     /// 69: gpsd or locationd cannot be reached.
-    public static func unavailable(_ message: String) -> CommandFailure { CommandFailure(exitCode: 69, message: message) }
+    package static func unavailable(_ message: String) -> CommandFailure { CommandFailure(exitCode: 69, message: message) }
     /// 73: an output file or socket cannot be created.
-    public static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(exitCode: 73, message: message) }
+    package static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(exitCode: 73, message: message) }
     /// 74: writing the output failed (a full disk, an I/O error).
-    public static func ioError(_ message: String) -> CommandFailure { CommandFailure(exitCode: 74, message: message) }
+    package static func ioError(_ message: String) -> CommandFailure { CommandFailure(exitCode: 74, message: message) }
     /// 75: no fix arrived within the timeout.
-    public static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
+    package static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
     /// 77: this user may not use the service, such as another user's owner-only control socket.
-    public static func noPermission(_ message: String) -> CommandFailure { CommandFailure(exitCode: 77, message: message) }
+    package static func noPermission(_ message: String) -> CommandFailure { CommandFailure(exitCode: 77, message: message) }
 
     /// The exit code that goes with a location error.
-    public static func from(_ error: LocationError) -> CommandFailure {
+    package static func from(_ error: LocationError) -> CommandFailure {
         switch error.code {
         case .sourceUnavailable: .unavailable(error.message)
         case .noFix: .noFix(error.message)
@@ -46,7 +45,7 @@ public struct CommandFailure: Error, CustomStringConvertible {
     /// What an output that ended early means for the command: `nil` when its reader went away (a closed
     /// pipe ends the command quietly, with 0: the reader has what it wanted), 74 when a write failed, 65 when
     /// the content cannot be written in the format.
-    public static func from(_ failure: EventWriter.Failure) -> CommandFailure? {
+    package static func from(_ failure: EventWriter.Failure) -> CommandFailure? {
         switch failure.kind {
         case .readerGone: nil
         case .writeFailed: .ioError(failure.message)
@@ -55,10 +54,10 @@ public struct CommandFailure: Error, CustomStringConvertible {
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 
     /// Prints `program: message` on standard error and exits with the code.
-    public func exit() -> Never {
+    package func exit() -> Never {
         let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
         // Messages quote files, receivers and the daemon: one line, with no control character let through.
         EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(message))\n")
@@ -67,7 +66,7 @@ public struct CommandFailure: Error, CustomStringConvertible {
 }
 
 /// Runs a command body, turning failures into one line on standard error and the right exit code.
-public func runReportingFailures(_ body: () async throws -> Void) async throws {
+package func runReportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let failure as CommandFailure {

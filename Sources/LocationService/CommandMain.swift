@@ -1,15 +1,14 @@
 import ArgumentParser
 import Foundation
-import LocationService
 
 /// The entry point of `locationctl` and `locationd`: parses the command line and runs the command, so that
 /// every failure, a mistyped flag included, is one line on standard error with its sysexits code.
 ///
 /// ArgumentParser's own reports span several lines (the error, the usage, a pointer to `--help`); a script or
 /// a log reading our stderr gets one line per failure instead, ending with where to find help.
-public enum CommandMain {
+package enum CommandMain {
     /// Parses the arguments as `Root`, runs the command and exits: 0, or the failure's code after one line.
-    public static func run<Root: ParsableCommand>(_ root: Root.Type) async -> Never {
+    package static func run<Root: ParsableCommand>(_ root: Root.Type) async -> Never {
         var command = parseOrExit(root)
         do {
             if var asynchronous = command as? any AsyncParsableCommand {

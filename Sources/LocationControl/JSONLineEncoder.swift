@@ -1,7 +1,7 @@
 import Foundation
 import LocationCore
 
-/// Writes ``ServiceEvent``s as JSON lines, by hand, because it is on the hot path of every replay.
+/// Writes ``ControlEvent``s as JSON lines, by hand, because it is on the hot path of every replay.
 ///
 /// Shapes (keys in this order, absent location fields omitted):
 /// - `{"type":"location", ...Location fields...}`
@@ -12,7 +12,7 @@ import LocationCore
 ///   `{"type":"source","status":"has-fix"}`
 public enum JSONLineEncoder {
     /// The event as one line, ending in `\n`.
-    public static func line(_ event: ServiceEvent) -> [UInt8] {
+    public static func line(_ event: ControlEvent) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
         append(event, to: &bytes)
@@ -20,7 +20,7 @@ public enum JSONLineEncoder {
     }
 
     /// Appends the event as one line, ending in `\n`.
-    public static func append(_ event: ServiceEvent, to bytes: inout [UInt8]) {
+    public static func append(_ event: ControlEvent, to bytes: inout [UInt8]) {
         switch event {
         case .location(let location):
             bytes.append(contentsOf: #"{"type":"location","#.utf8)
@@ -33,7 +33,7 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: #"","executingInBackground":"#.utf8)
             bytes.append(contentsOf: (background ? "true" : "false").utf8)
             bytes.append(contentsOf: #","policy":""#.utf8)
-            bytes.append(contentsOf: ServiceEvent.policy(for: state).rawValue.utf8)
+            bytes.append(contentsOf: ControlEvent.policy(for: state).rawValue.utf8)
             bytes.append(contentsOf: "\"}\n".utf8)
         case .batch(let count, let reason):
             bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)

@@ -1,0 +1,40 @@
+import Foundation
+import LocationControl
+import LocationCore
+
+/// The `status` reply as `locationctl status` prints it for people.
+extension DaemonStatus {
+    private var sourceLine: String {
+        var line = "\(source) (\(sourceStatus.rawValue)" + (sourceDownSince.map { " since \($0)" } ?? "") + ")"
+        // The reason it is down, unless the last problem (which follows) already says it.
+        if let sourceDownReason, sourceProblem?.hasSuffix(sourceDownReason) != true { line += ": \(sourceDownReason)" }
+        if let sourceProblem { line += "; last problem: \(sourceProblem)" }
+        return line
+    }
+
+    /// Aligned `label: value` lines for people.
+    package var text: String {
+        let fix: String
+        if let lastFix, let lastFixAge {
+            fix = TextEventFormatter.line(lastFix) + String(format: "  (%.1f s ago)", lastFixAge)
+        } else {
+            fix = "none yet"
+        }
+        let rows: [(String, String)] = [
+            ("state", state.rawValue + (executingInBackground ? " (executing in background)" : "")),
+            ("policy", policy.rawValue),
+            ("source", sourceLine),
+            ("last fix", fix),
+            ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
+            ("dropped", "\(dropped)"),
+            ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
+            ("watchers", "\(watchers)"),
+            ("uptime", String(format: "%.0f s", uptime)),
+        ]
+        // The values come from the daemon: nothing in them may reach the terminal as a control character.
+        return rows.map { label, value in
+            (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)
+        }
+            .joined(separator: "\n")
+    }
+}

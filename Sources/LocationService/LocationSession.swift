@@ -1,0 +1,150 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Logging
+
+/// One app as `locationd`, `locationctl watch` and `locationctl replay` run it: an ``Application``, a
+/// ``LocationManager`` on it, and the manager's one ordered event stream turned into the lines they
+/// print or send to watchers (``ControlEvent``).
+///
+/// The manager is created before the application launches, so that every lifecycle message, the
+/// launch included, comes out of the manager's stream in its place: a state line always comes before
+/// the batch that the state change flushes. The session also keeps what the commands report about the
+/// run: whether the source is down and why, the error that stopped it, the last journal problem.
+package final class LocationSession: Sendable {
+    /// The app's lifecycle.
+    package let application: Application
+    /// The manager; its delegate is this session's.
+    package let manager: LocationManager
+
+    private let adapter: EventAdapter
+
+    /// Creates the manager on a new application and launches it into `startState`.
+    ///
+    /// - Parameters:
+    ///   - lifecycleClock: the application's clock (a replay's track time); the manager runs on real time.
+    ///   - emit: receives every line, in order, on the manager's delivery (never concurrently).
+    /// - Throws: ``LocationError/Code/journalIO`` when the journal cannot be opened or created;
+    ///   ``LocationError/Code/invalidTransition`` for a start state that cannot be reached.
+    package init(
+        source: any LocationSource,
+        settings: ServiceConfiguration,
+        startState: ApplicationState,
+        lifecycleClock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "location.manager"),
+        now: @escaping @Sendable () -> Date = { Date() },
+        emit: @escaping @Sendable (ControlEvent) -> Void
+    ) throws(LocationError) {
+        application = Application(configuration: settings.applicationConfiguration, clock: lifecycleClock)
+        manager = try LocationManager(
+            source: source, application: application, configuration: settings.managerConfiguration, logger: logger)
+        adapter = EventAdapter(now: now, emit: emit)
+        manager.delegate = adapter
+        try application.transition(to: startState)
+    }
+
+    /// The error that made the source stop for good, if it did.
+    package var sourceFailure: LocationError? { adapter.record.value.sourceFailure }
+
+    /// The last problem with the journal (damage cut off at start, a failed write), for `status`.
+    package var journalProblem: String? { adapter.record.value.journalProblem }
+
+    /// The source's last error, for `status`.
+    package var sourceProblem: String? { adapter.record.value.sourceProblem }
+
+    /// The outage in progress, if the source is down.
+    package var outage: SourceOutageTracker.Outage? { adapter.record.value.outage.outage }
+
+    /// Yields when the source stops: ``LocationSourceStatus/ended`` (a replay reached its end) or
+    /// ``LocationSourceStatus/unavailable`` after a failure.
+    package var sourceStopped: AsyncStream<LocationSourceStatus> { adapter.sourceStops.stream }
+
+    /// Before a command exits: stops updating and, when fixes are still held and `deliverHeld` is true,
+    /// returns the app to the foreground so that they are delivered rather than lost. Returns once every
+    /// event caused so far has been emitted.
+    package func finish(deliverHeld: Bool) async {
+        manager.stopUpdatingLocation()
+        await manager.waitForPendingDeliveries()
+        if deliverHeld, manager.heldCount > 0 { try? application.transition(to: .active) }
+        await application.waitForPendingEvents()
+        await manager.waitForPendingDeliveries()
+    }
+}
+
+/// The session's delegate: turns the manager's events into lines and keeps what the session reports.
+/// The session holds it; the manager holds it weakly.
+private final class EventAdapter: LocationManagerDelegate {
+    struct Record {
+        var lastError: LocationError?
+        var sourceFailure: LocationError?
+        var journalProblem: String?
+        var sourceProblem: String?
+        var outage = SourceOutageTracker()
+        /// Whether a "waiting for a fix" line was written and no fix has come since.
+        var isWaiting = false
+        /// The satellites in view while waiting, when known.
+        var satellites: Int?
+    }
+
+    let record = Locked(Record())
+    let sourceStops = AsyncStream.makeStream(of: LocationSourceStatus.self)
+    private let now: @Sendable () -> Date
+    private let emit: @Sendable (ControlEvent) -> Void
+
+    init(now: @escaping @Sendable () -> Date, emit: @escaping @Sendable (ControlEvent) -> Void) {
+        self.now = now
+        self.emit = emit
+    }
+
+    /// Turns one manager event into the lines it shows, and keeps what the session reports.
+    func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
+        switch event {
+        case .locations(let locations, let delivery):
+            if case .held(let reason) = delivery { emit(.batch(count: locations.count, reason: reason.rawValue)) }
+            for location in locations { emit(.location(location)) }
+        case .lifecycle(let message):
+            emit(.state(message.resultingState))
+        case .error(let error):
+            record.withLock { record in
+                record.lastError = error
+                record.outage.error(error)
+                switch error.code {
+                case .journalCorrupt, .journalIO: record.journalProblem = error.message
+                default: record.sourceProblem = error.description
+                }
+            }
+            emit(.error(error))
+        case .droppedHeldLocations(let count):
+            emit(.error(LocationError(.batchOverflow, "dropped the \(count) oldest held fixes: the batch was full")))
+        case .sourceStatus(let status):
+            let date = now()
+            let line = record.withLock { record -> ControlEvent? in
+                record.outage.status(status, at: date)
+                // The manager reports a source's fatal error just before the source becomes unavailable.
+                if status == .unavailable { record.sourceFailure = record.sourceFailure ?? record.lastError }
+                switch status {
+                case .noFix:
+                    record.isWaiting = true
+                    return .source(.noFix, satellitesVisible: record.satellites)
+                case .hasFix:
+                    defer { (record.isWaiting, record.satellites) = (false, nil) }
+                    return record.isWaiting ? .source(.hasFix, satellitesVisible: nil) : nil
+                default:
+                    (record.isWaiting, record.satellites) = (false, nil)
+                    return nil
+                }
+            }
+            if let line { emit(line) }
+            if status == .ended || status == .unavailable { sourceStops.continuation.yield(status) }
+        case .satellitesInView(let count):
+            let line = record.withLock { record -> ControlEvent? in
+                guard record.satellites != count else { return nil }
+                record.satellites = count
+                return record.isWaiting ? .source(.noFix, satellitesVisible: count) : nil
+            }
+            if let line { emit(line) }
+        case .accuracyPolicy:
+            break
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Clocks
+import ConcurrencyExtras
+import Foundation
+import LocationCore
+import LocationTesting
+import Testing
+
+@Suite("LocationManager: one ordered event stream", .serialized)
+struct EventStreamTests {
+    static let everyTenSeconds = ReducedAccuracyPolicy(
+        interval: .seconds(10), desiredAccuracy: nil, acquisitionTimeout: .seconds(5))
+
+    @Test("events carry the lifecycle messages, the policy, the held batch and live fixes in the order they happened, exactly as the delegate gets them")
+    func eventsInOrder() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(reduced: Self.everyTenSeconds))
+            await h.start()
+            let collected = Locked<[LocationEvent]>([])
+            let iterator = Task {
+                for await event in h.manager.events { collected.withLock { $0.append(event) } }
+            }
+            await Task.megaYield()
+            h.delegate.reset()
+            await h.play(0..<1)
+            try h.application.enterBackground()
+            await h.settle()
+            await h.play(1..<21)
+            try h.application.transition(to: .active)
+            await h.settle()
+            await h.play(21..<22)
+            await h.manager.waitForPendingDeliveries()
+            while collected.value.count < h.delegate.events.count { await Task.megaYield() }
+            iterator.cancel()
+
+            let events = h.delegate.events.filter {
+                if case .sourceStatus = $0 { return false }
+                return true
+            }
+            let held = [1, 11].map { LocationFixtures.walk($0) }
+            #expect(events == [
+                .locations([LocationFixtures.walk(0)], .live),
+                .lifecycle(.willResignActive), .lifecycle(.didEnterBackground), .accuracyPolicy(.reduced),
+                .lifecycle(.didSuspend),
+                .lifecycle(.willEnterForeground), .locations(held, .held(.foreground)), .accuracyPolicy(.high),
+                .lifecycle(.didBecomeActive),
+                .locations([LocationFixtures.walk(21)], .live),
+            ])
+            #expect(collected.value == h.delegate.events, "the sequence and the delegate see the same events in the same order")
+        }
+    }
+
+    @Test("requestLocation() delivers its one fix through didUpdateLocations, as Core Location does")
+    func requestLocationDeliversThroughTheDelegate() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(desiredAccuracy: 5))
+            h.manager.requestLocation()
+            while h.manager.pendingRequestCount == 0 { await Task.megaYield() }
+            await h.source.waitUntilListening()
+            h.source.emit(LocationFixtures.walk(0, accuracy: 20))
+            h.source.emit(LocationFixtures.walk(1, accuracy: 4))
+            while h.manager.pendingRequestCount > 0 { await Task.megaYield() }
+            await h.manager.waitForPendingDeliveries()
+            while h.delegate.deliveries.isEmpty { await Task.megaYield() }
+            #expect(h.delegate.deliveries == [[LocationFixtures.walk(1, accuracy: 4)]])
+            #expect(h.delegate.events.contains(.locations([LocationFixtures.walk(1, accuracy: 4)], .live)))
+        }
+    }
+
+    @Test("requestLocation() without any fix within its timeout reports no-fix through didFailWithError")
+    func requestLocationFailsThroughTheDelegate() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(requestTimeout: .seconds(10)))
+            h.manager.requestLocation()
+            while h.manager.pendingRequestCount == 0 { await Task.megaYield() }
+            await h.clock.advance(by: .seconds(10))
+            while h.delegate.errors.isEmpty { await Task.megaYield() }
+            #expect(h.delegate.errors.map(\.code) == [.noFix])
+            #expect(h.delegate.deliveries.isEmpty)
+        }
+    }
+}
