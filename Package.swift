@@ -97,10 +97,18 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        .target(
+            name: "TrackPlot",
+            dependencies: ["LocationCore"]
+        ),
+        .testTarget(
+            name: "TrackPlotTests",
+            dependencies: ["TrackPlot", "LocationCore"]
+        ),
         .executableTarget(
             name: "locationctl",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "TrackPlot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]

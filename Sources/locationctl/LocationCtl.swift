@@ -16,7 +16,7 @@ struct LocationCtl: AsyncParsableCommand {
             existing file keeps its mode and links, a new one is created 0600, a FIFO or device is written to. \
             SIGINT, SIGTERM and SIGHUP end a command cleanly, completing a GPX document.
             """,
-        subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self]
+        subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self, Plot.self]
     )
 
     /// Runs the command; every failure is one line on standard error with its exit code.

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `locationctl plot` as a user runs it: a replay's JSON lines and GPX drawn, and hostile inputs and outputs
+/// each refused with one line and the documented exit code.
+@Suite("locationctl plot")
+struct CommandLinePlotTests {
+    @Test("a replay with a suspension is drawn with its phases, held fixes and the batch's delivery")
+    func replayDrawn() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 300)
+        let replay = try Tool.run(
+            "locationctl", ["replay", track, "--fast", "--format", "jsonl", "--background-location", "off",
+                            "--lifecycle", "60s:background,200s:active", "--output", directory.file("run.jsonl")], in: directory)
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let plot = try Tool.run("locationctl", ["plot", "run.jsonl", "--output", "run.svg"], in: directory)
+        #expect(plot.status == 0 && plot.stderr.isEmpty, "\(plot.stderr)")
+        let svg = try String(contentsOfFile: directory.file("run.svg"), encoding: .utf8)
+        for text in [">foreground</text>", ">suspended (held)</text>", ">held batch delivered</text>", "<polyline class=\"su\""] {
+            #expect(svg.contains(text), "missing \(text)")
+        }
+        let gpx = try Tool.run("locationctl", ["plot", track, "--output", "-"], in: directory)
+        #expect(gpx.status == 0 && gpx.stdout.hasPrefix("<?xml") && gpx.stdout.hasSuffix("</svg>\n"))
+        #expect(gpx.stdout.contains(">track</text>") && !gpx.stdout.contains(">foreground</text>"))
+    }
+
+    @Test("hostile inputs: one line naming the file, the documented code, and an existing output left as it was", arguments: [
+        ("empty.jsonl", "", 65, "empty.jsonl is empty: nothing to plot"),
+        ("junk.bin", "\u{01}\u{02}binary\u{00}", 65, "junk.bin is neither GPX nor locationctl's JSON lines"),
+        ("nan.jsonl", #"{"type":"state","state":"active"}"# + "\n" + #"{"type":"location","latitude":nan,"longitude":1,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"# + "\n", 65, "nan.jsonl line 2: not an event line"),
+        ("pole.jsonl", #"{"type":"location","latitude":90.5,"longitude":1,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"# + "\n", 65, "pole.jsonl line 1: bad location event"),
+        ("nothing.jsonl", #"{"type":"state","state":"active"}"# + "\n", 65, "nothing.jsonl holds no positions to plot"),
+        ("broken.gpx", #"<gpx version="1.1"><trk><trkseg><trkpt lat="1" lon="2">"#, 65, "broken.gpx:1:"),
+    ])
+    func hostileInput(name: String, content: String, status: Int32, message: String) throws {
+        let directory = TemporaryDirectory()
+        try content.write(toFile: directory.file(name), atomically: true, encoding: .utf8)
+        try "precious".write(toFile: directory.file("old.svg"), atomically: true, encoding: .utf8)
+        let result = try Tool.run("locationctl", ["plot", name, "--output", "old.svg"], in: directory)
+        #expect(result.status == status)
+        #expect(result.stderr.hasPrefix("locationctl: \(message)"), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(try String(contentsOfFile: directory.file("old.svg"), encoding: .utf8) == "precious")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".old.svg") }
+        #expect(left.isEmpty, "temporary files left: \(left)")
+    }
+
+    @Test("a directory or a device as output is refused with 73; a directory as input with 66")
+    func refusedPaths() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let toDirectory = try Tool.run("locationctl", ["plot", track, "--output", directory.path], in: directory)
+        #expect(toDirectory.status == 73 && toDirectory.stderr.contains("is a directory"), "\(toDirectory.stderr)")
+        let toDevice = try Tool.run("locationctl", ["plot", track, "--output", "/dev/full"], in: directory)
+        #expect(toDevice.status == 73 && toDevice.stderr == "locationctl: /dev/full is a device, not a file; use --output - to write to standard output\n")
+        let fromDirectory = try Tool.run("locationctl", ["plot", directory.path, "--output", "x.svg"], in: directory)
+        #expect(fromDirectory.status == 66 && fromDirectory.stderr.contains("is a directory"))
+    }
+
+    @Test("a last JSON line cut off mid-way is left out with one line, and the rest is drawn")
+    func truncatedLastLine() throws {
+        let directory = TemporaryDirectory()
+        let lines = [
+            #"{"type":"location","latitude":1,"longitude":2,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"#,
+            #"{"type":"location","latitude":1.001,"longitude":2,"timestamp":"2024-01-01T00:00:01Z","isSimulated":false}"#,
+            #"{"type":"location","latitude":1.00"#,
+        ]
+        try lines.joined(separator: "\n").write(toFile: directory.file("cut.jsonl"), atomically: true, encoding: .utf8)
+        let result = try Tool.run("locationctl", ["plot", "cut.jsonl", "--output", "cut.svg"], in: directory)
+        #expect(result.status == 0)
+        #expect(result.stderr == "locationctl: cut.jsonl line 3: the last line is incomplete and is left out\n")
+        #expect(try String(contentsOfFile: directory.file("cut.svg"), encoding: .utf8).contains("2 points"))
+    }
+}
