@@ -32,9 +32,10 @@ public struct ControlReply: Sendable, Hashable {
         String(decoding: line.dropLast(line.last == UInt8(ascii: "\n") ? 1 : 0), as: UTF8.self)
     }
 
-    /// `{"ok":true,"location":{...}}`: the answer to `current`.
+    /// `{"ok":true,"location":{...}}`: the answer to `current`, the location in the one encoding the
+    /// protocol uses for it everywhere (``JSONLineEncoder/object(_:)``), as in watch events.
     public static func location(_ location: Location) -> ControlReply {
-        member("location", encoding: location)
+        member("location", json: JSONLineEncoder.object(location))
     }
 
     /// `{"ok":true,"state":…,"executingInBackground":…,"policy":…}`: the answer to `state`.
@@ -51,6 +52,21 @@ public struct ControlReply: Sendable, Hashable {
     /// If `status` does not encode to a JSON object the reply is a failure with code `internal`.
     public static func status(_ status: some Encodable) -> ControlReply {
         member("status", encoding: status)
+    }
+
+    /// `{"ok":true,"status":{...}}` for the daemon's status: its last fix in the protocol's one location
+    /// encoding (``JSONLineEncoder/object(_:)``), the rest encoded as keys sorted.
+    public static func status(_ status: DaemonStatus) -> ControlReply {
+        var rest = status
+        rest.lastFix = nil
+        guard let encoded = try? encoder.encode(rest), encoded.first == UInt8(ascii: "{") else {
+            return failure(.internalError, "the daemon could not encode \"status\"")
+        }
+        guard let fix = status.lastFix else { return member("status", json: Array(encoded)) }
+        var object = Array(#"{"lastFix":"#.utf8) + JSONLineEncoder.object(fix)
+        if encoded.count > 2 { object.append(UInt8(ascii: ",")) }
+        object += encoded.dropFirst()
+        return member("status", json: object)
     }
 
     /// `{"ok":true,"status":{...}}` with a pre-encoded JSON object.

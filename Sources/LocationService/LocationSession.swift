@@ -40,6 +40,9 @@ package final class LocationSession: Sendable {
             source: source, application: application, configuration: settings.managerConfiguration, logger: logger)
         adapter = EventAdapter(now: now, emit: emit)
         manager.delegate = adapter
+        // An app launched into the background with the background location mode is kept running by its
+        // updates, as on iOS: they must be on when didEnterBackground returns, or it is suspended at once.
+        if !startState.isForeground, settings.backgroundLocation { manager.startUpdatingLocation() }
         try application.transition(to: startState)
     }
 
@@ -63,6 +66,9 @@ package final class LocationSession: Sendable {
     /// returns the app to the foreground so that they are delivered rather than lost. Returns once every
     /// event caused so far has been emitted.
     package func finish(deliverHeld: Bool) async {
+        // Stopping the updates lets a background app be suspended; that is the command ending, not a
+        // change of the app's state worth a line.
+        adapter.record.withLock { $0.isFinishing = true }
         manager.stopUpdatingLocation()
         await manager.waitForPendingDeliveries()
         if deliverHeld, manager.heldCount > 0 { try? application.transition(to: .active) }
@@ -84,6 +90,8 @@ private final class EventAdapter: LocationManagerDelegate {
         var isWaiting = false
         /// The satellites in view while waiting, when known.
         var satellites: Int?
+        /// Whether the command is ending (``LocationSession/finish(deliverHeld:)``).
+        var isFinishing = false
     }
 
     let record = Locked(Record())
@@ -103,6 +111,7 @@ private final class EventAdapter: LocationManagerDelegate {
             if case .held(let reason) = delivery { emit(.batch(count: locations.count, reason: reason.rawValue)) }
             for location in locations { emit(.location(location)) }
         case .lifecycle(let message):
+            if message == .didSuspend, record.value.isFinishing { return }
             emit(.state(message.resultingState))
         case .applicationStopped(let reason):
             // A purge sends no willTerminate, so no state line said so yet.

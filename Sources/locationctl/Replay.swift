@@ -13,10 +13,12 @@ struct Replay: AsyncParsableCommand {
         discussion: """
             Points are delivered at their recorded pace (or --speed times faster, or --fast as fast as \
             possible). --lifecycle drives the app lifecycle in track time, for example \
-            "120s:background,240s:suspended,480s:active": in the background the reduced policy delivers one \
-            fix per --reduced-interval; while suspended fixes are held and arrive as one batch on return \
-            to the foreground. When the replay ends while fixes are still held, the app returns to the \
-            foreground so that nothing is lost.
+            "120s:background,240s:suspended,480s:active": in the background the reduced policy takes one \
+            fix per --reduced-interval. Without the background location mode (the default) those fixes are \
+            held from the moment the app enters the background and arrive as one batch on its return to \
+            the foreground; with --background-location on they are delivered live, suspended or not. When \
+            the replay ends while fixes are still held, the app returns to the foreground so that nothing \
+            is lost.
             """)
 
     @Argument(help: ArgumentHelp("The GPX file to play; - reads standard input.", valueName: "FILE.gpx"))
@@ -24,7 +26,7 @@ struct Replay: AsyncParsableCommand {
 
     @OptionGroup var replayOptions: ReplayOptions
 
-    @Option(help: ArgumentHelp("high: the app stays in the foreground; reduced: it runs in the background.", valueName: "high|reduced"))
+    @Option(help: ArgumentHelp("high: the app stays in the foreground; reduced: it runs in the background (its fixes held and delivered at the end, unless --background-location on).", valueName: "high|reduced"))
     var policy: AccuracyPolicy = .high
 
     @Option(help: ArgumentHelp("Lifecycle changes in track time, e.g. 120s:background,240s:suspended,480s:active.", valueName: "SCRIPT"))

@@ -115,8 +115,24 @@ struct ControlProtocolTests {
         #expect(location.line.dropLast().contains(UInt8(ascii: "\n")) == false)
         let response = try ControlResponse(line: Array(location.line.dropLast()))
         #expect(try response.decode(Location.self, forKey: "location") == ControlFixtures.location)
-        #expect(location.text.hasPrefix(#"{"ok":true,"location":{"altitude":34,"fixMode":"3D","#))
+        #expect(location.text.hasPrefix(#"{"ok":true,"location":{"latitude":"#))
         #expect(location.text.contains(#""timestamp":"2024-05-01T06:00:00Z""#))
+    }
+
+    @Test("a location has one JSON encoding: the current reply, the status reply and a watch event carry the same bytes")
+    func oneLocationEncoding() throws {
+        let fix = ControlFixtures.location
+        let object = String(decoding: JSONLineEncoder.object(fix), as: UTF8.self)
+        #expect(ControlReply.location(fix).text == #"{"ok":true,"location":"# + object + "}")
+        let event = String(decoding: JSONLineEncoder.line(.location(fix)), as: UTF8.self)
+        #expect(event == #"{"type":"location","# + object.dropFirst() + "\n")
+        let status = DaemonStatus(
+            state: .active, executingInBackground: false, policy: .high, source: "replay", sourceStatus: .hasFix,
+            lastFix: fix, lastFixAge: 0.5, held: 0, dropped: 0, journal: nil, watchers: 0, uptime: 1)
+        let reply = ControlReply.status(status)
+        #expect(reply.text.hasPrefix(#"{"ok":true,"status":{"lastFix":"# + object + ","))
+        let decoded = try ControlResponse(line: Array(reply.line.dropLast())).decode(DaemonStatus.self, forKey: "status")
+        #expect(decoded == status)
     }
 
     @Test func failureRepliesBecomeTheirErrors() {

@@ -106,6 +106,23 @@ struct ReplayCommandTests {
         #expect(objects.filter { $0["type"] as? String == "location" }.count == 60 + 9 + 299)
     }
 
+    @Test("a replay that runs in the background with the background location mode stays in the background, at the start and at the end, with its fixes live")
+    func backgroundWithModeStaysInTheBackground() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 200)
+        let result = try Tool.run(
+            "locationctl",
+            ["replay", track, "--fast", "--format", "jsonl", "--policy", "reduced", "--background-location", "on",
+             "--reduced-interval", "20"],
+            in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = try jsonObjects(result.lines)
+        let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
+        #expect(states == ["inactive", "background"])
+        #expect(!objects.contains { $0["type"] as? String == "batch" })
+        #expect(objects.filter { $0["type"] as? String == "location" }.count == 10)
+    }
+
     @Test("fixes still held at the end of the track are delivered, not lost")
     func heldAtEnd() throws {
         let directory = TemporaryDirectory()
