@@ -13,31 +13,12 @@ import LocationCore
 /// chose, for example `no-fix` from ``LocationCore/LocationError``.
 public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable error code; its raw value is what appears in JSON.
-    public struct Code: RawRepresentable, Sendable, Hashable, Codable, ExpressibleByStringLiteral,
-        CustomStringConvertible
-    {
+    public struct Code: ErrorCode {
         /// The code as it appears in JSON, for example `bad-request`.
         public var rawValue: String
 
         /// Creates a code from its JSON spelling.
         public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// Creates a code from a string literal.
-        public init(stringLiteral value: String) { self.rawValue = value }
-
-        /// Decodes a code from a JSON string.
-        public init(from decoder: any Decoder) throws {
-            rawValue = try decoder.singleValueContainer().decode(String.self)
-        }
-
-        /// Encodes the code as a JSON string.
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
-
-        /// The raw value.
-        public var description: String { rawValue }
 
         /// The code of a location error the daemon reported, such as `no-fix`.
         public init(_ code: LocationError.Code) { self.rawValue = code.rawValue }

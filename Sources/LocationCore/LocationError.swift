@@ -5,31 +5,12 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Extensible, as server libraries' error codes are: a code another version or another program wrote
     /// (a daemon's reply) is kept as it is rather than refused, and compares equal to the known code of
     /// the same spelling.
-    public struct Code: RawRepresentable, Sendable, Hashable, Codable, CaseIterable, ExpressibleByStringLiteral,
-        CustomStringConvertible
-    {
+    public struct Code: ErrorCode, CaseIterable {
         /// The code as it appears in JSON, for example `no-fix`.
         public var rawValue: String
 
         /// Creates a code from its JSON spelling.
         public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// Creates a code from a string literal.
-        public init(stringLiteral value: String) { self.rawValue = value }
-
-        /// Decodes a code from a JSON string.
-        public init(from decoder: any Decoder) throws {
-            rawValue = try decoder.singleValueContainer().decode(String.self)
-        }
-
-        /// Encodes the code as a JSON string.
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
-
-        /// The raw value.
-        public var description: String { rawValue }
 
         /// Whether this version of the library defines the code.
         public var isKnown: Bool { Self.allCases.contains(self) }

@@ -36,6 +36,12 @@ extension LocationManagerDelegate {
     /// Calls the specific method for the event's kind; a held batch is announced with
     /// ``locationManager(_:willDeliverHeldLocations:)`` first.
     public func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
+        callSpecificMethod(for: event, from: manager)
+    }
+
+    /// Calls the specific method for the event's kind, as the default ``locationManager(_:didReceive:)``
+    /// does; for a delegate that implements `didReceive` and still wants its specific methods called.
+    package func callSpecificMethod(for event: LocationEvent, from manager: LocationManager) {
         switch event {
         case .locations(let locations, let delivery):
             if case .held = delivery { locationManager(manager, willDeliverHeldLocations: locations.count) }

@@ -5,20 +5,12 @@ import LocationCore
 /// ``description`` reads like a compiler diagnostic: `track.gpx:12:31: latitude 91.5 is outside [-90, 90]`.
 public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure: a stable code, extensible as ``LocationCore/LocationError/Code`` is.
-    public struct Code: RawRepresentable, Sendable, Hashable, CaseIterable, ExpressibleByStringLiteral,
-        CustomStringConvertible
-    {
+    public struct Code: ErrorCode, CaseIterable {
         /// The code as it is written, for example `not-gpx`.
         public var rawValue: String
 
         /// Creates a code from its spelling.
         public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// Creates a code from a string literal.
-        public init(stringLiteral value: String) { self.rawValue = value }
-
-        /// The raw value.
-        public var description: String { rawValue }
 
         /// The file could not be opened or read (or written, for the writer).
         public static let io: Code = "io"

@@ -10,9 +10,9 @@ import LocationCore
 /// A path is opened itself, never replaced: an existing file keeps its mode, owner and hard links, a
 /// symbolic link is followed, and a FIFO or a device is written to. A new file is created with mode 0600
 /// (less whatever the umask takes away), because a location history is personal data.
-struct OutputFile: Sendable {
+package struct OutputFile: Sendable {
     /// How a write ended.
-    enum WriteResult: Equatable {
+    package enum WriteResult: Equatable {
         /// Everything was written.
         case written
         /// The reader went away (EPIPE): a closed pipe, as `| head -3` leaves.
@@ -51,6 +51,12 @@ struct OutputFile: Sendable {
 
     /// Writes all of `bytes`, retrying after interruptions.
     func write(_ bytes: [UInt8]) -> WriteResult {
+        Self.write(bytes, to: descriptor)
+    }
+
+    /// Writes all of `bytes` to an open descriptor, retrying after interruptions; a reader that went away
+    /// (EPIPE) is told apart from a failed write.
+    package static func write(_ bytes: [UInt8], to descriptor: Int32) -> WriteResult {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

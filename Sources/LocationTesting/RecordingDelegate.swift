@@ -62,15 +62,7 @@ public final class RecordingDelegate: LocationManagerDelegate {
     /// Records the event, then calls the specific method as the default implementation does.
     public func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
         recordedEvents.withLock { $0.append(event) }
-        switch event {
-        case .locations(let locations, _): locationManager(manager, didUpdateLocations: locations)
-        case .error(let error): locationManager(manager, didFailWithError: error)
-        case .accuracyPolicy(let policy): locationManager(manager, didChangeAccuracyPolicy: policy)
-        case .sourceStatus(let status): locationManager(manager, didChangeSourceStatus: status)
-        case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
-        case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
-        case .lifecycle, .applicationStopped: break
-        }
+        callSpecificMethod(for: event, from: manager)
     }
 
     public func locationManager(_ manager: LocationManager, didUpdateLocations locations: [Location]) {

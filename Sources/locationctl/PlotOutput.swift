@@ -88,18 +88,10 @@ final class PlotOutput {
     /// Writes all of `bytes`.
     /// - Throws: ``PlotOutput/ReaderGone`` when the reader of a pipe went away, 74 when a write fails.
     func write(_ bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    let number = errno
-                    if number == EINTR { continue }
-                    if number == EPIPE { throw ReaderGone() }
-                    throw CommandFailure.ioError("cannot write to \(name): \(String(cString: strerror(number)))")
-                }
-                offset += written
-            }
+        switch OutputFile.write(bytes, to: descriptor) {
+        case .written: return
+        case .readerGone: throw ReaderGone()
+        case .failed(let reason): throw CommandFailure.ioError("cannot write to \(name): \(reason)")
         }
     }
 
