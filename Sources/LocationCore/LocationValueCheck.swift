@@ -4,26 +4,26 @@
 /// A coordinate outside its range makes the fix impossible, so it is refused. Any other value outside its
 /// range is left out (`nil`, as if the receiver had not reported it), because one absurd speed does not
 /// make the position wrong. The ranges are the same ones the gpsd source has always applied.
-public enum LocationValueCheck {
+package enum LocationValueCheck {
     /// Degrees.
-    public static let latitude = -90.0...90.0
+    package static let latitude = -90.0...90.0
     /// Degrees.
-    public static let longitude = -180.0...180.0
+    package static let longitude = -180.0...180.0
     /// Metres; generous enough for a receiver in low Earth orbit.
-    public static let altitude = -1_000_000.0...1_000_000.0
+    package static let altitude = -1_000_000.0...1_000_000.0
     /// Position error estimates and dilutions' metres: never negative, never beyond Earth's circumference.
-    public static let distanceError = 0.0...40_000_000.0
+    package static let distanceError = 0.0...40_000_000.0
     /// Speed over ground and its error estimate, m/s.
-    public static let speed = 0.0...100_000.0
+    package static let speed = 0.0...100_000.0
     /// Vertical speed, m/s.
-    public static let climb = -100_000.0...100_000.0
+    package static let climb = -100_000.0...100_000.0
     /// Course and its error estimate, degrees.
-    public static let angle = 0.0...360.0
+    package static let angle = 0.0...360.0
     /// Dilution of precision (unitless).
-    public static let dilution = 0.0...100_000.0
+    package static let dilution = 0.0...100_000.0
 
     /// What the check found.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// Every value is within its range.
         case valid
         /// Values were out of range and are left out of `location`; `problems` names each, such as
@@ -34,21 +34,21 @@ public enum LocationValueCheck {
     }
 
     /// One value outside its range.
-    public struct Problem: Sendable, Hashable {
+    package struct Problem: Sendable, Hashable {
         /// The field's name, as in JSON: `horizontalAccuracy`.
-        public var field: String
+        package var field: String
         /// `horizontalAccuracy -5 (outside 0…40000000 m)`.
-        public var description: String
+        package var description: String
 
         /// Creates a problem report for a field.
-        public init(field: String, description: String) {
+        package init(field: String, description: String) {
             self.field = field
             self.description = description
         }
     }
 
     /// Checks every value of `location`.
-    public static func check(_ location: Location) -> Outcome {
+    package static func check(_ location: Location) -> Outcome {
         // The common case, every value fine, allocates nothing.
         guard !allValid(location) else { return .valid }
         if !(location.latitude.isFinite && latitude.contains(location.latitude)) {

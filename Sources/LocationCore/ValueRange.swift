@@ -10,16 +10,16 @@
 /// let interval = try ValueRange.backgroundInterval.duration(parsing: "1e300", for: "--reduced-interval")
 /// // throws: --reduced-interval: 1e300 is above the largest allowed value; use 0.1…604800 s
 /// ```
-public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
+package struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     /// The smallest allowed value.
-    public var lowerBound: Double
+    package var lowerBound: Double
     /// The largest allowed value.
-    public var upperBound: Double
+    package var upperBound: Double
     /// The unit printed after the range, such as `s` or `m/s`.
-    public var unit: String
+    package var unit: String
 
     /// Creates a range of allowed values (both bounds included) with the unit they are given in.
-    public init(_ bounds: ClosedRange<Double>, unit: String) {
+    package init(_ bounds: ClosedRange<Double>, unit: String) {
         precondition(bounds.lowerBound.isFinite && bounds.upperBound.isFinite, "a value range has finite bounds")
         lowerBound = bounds.lowerBound
         upperBound = bounds.upperBound
@@ -27,7 +27,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The range as a person reads it, such as `0.001…3600 s`.
-    public var description: String {
+    package var description: String {
         "\(Self.text(lowerBound))…\(Self.text(upperBound))" + (unit.isEmpty ? "" : " \(unit)")
     }
 
@@ -40,7 +40,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     ///   - code: The error's code: ``LocationError/Code/invalidConfiguration`` for options and configuration,
     ///     ``LocationError/Code/invalidData`` for data.
     /// - Throws: A ``LocationError`` naming the place, the value and the range.
-    public func value(
+    package func value(
         _ value: Double, for name: String, written: String? = nil, code: LocationError.Code = .invalidConfiguration
     ) throws(LocationError) -> Double {
         let shown = written ?? Self.text(value)
@@ -59,7 +59,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     /// Parses `text` (surrounding spaces ignored) and checks it against the range.
     ///
     /// - Throws: A ``LocationError`` naming the place when the text is not a number or is out of range.
-    public func value(
+    package func value(
         parsing text: String, for name: String, code: LocationError.Code = .invalidConfiguration
     ) throws(LocationError) -> Double {
         let trimmed = text.trimmingSpaces
@@ -72,7 +72,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     /// Checks a number of seconds against the range and returns it as a `Duration`.
     ///
     /// - Throws: A ``LocationError`` naming the place, the value and the range.
-    public func duration(
+    package func duration(
         seconds: Double, for name: String, written: String? = nil, code: LocationError.Code = .invalidConfiguration
     ) throws(LocationError) -> Duration {
         Self.duration(clampingSeconds: try value(seconds, for: name, written: written, code: code))
@@ -81,7 +81,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     /// Parses a number of seconds, checks it against the range and returns it as a `Duration`.
     ///
     /// - Throws: A ``LocationError`` naming the place when the text is not a number or is out of range.
-    public func duration(
+    package func duration(
         parsing text: String, for name: String, code: LocationError.Code = .invalidConfiguration
     ) throws(LocationError) -> Duration {
         Self.duration(clampingSeconds: try value(parsing: text, for: name, code: code))
@@ -89,11 +89,11 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
 
     /// The longest duration ``duration(clampingSeconds:)`` returns: about 31.7 million years, far beyond any
     /// clock this library sleeps on, and far inside what `Duration` can hold.
-    public static let longestDuration: Duration = .seconds(1_000_000_000_000_000)
+    package static let longestDuration: Duration = .seconds(1_000_000_000_000_000)
 
     /// Converts seconds to a `Duration` without ever trapping: NaN becomes zero, and values beyond
     /// ±``longestDuration`` are clamped to it.
-    public static func duration(clampingSeconds seconds: Double) -> Duration {
+    package static func duration(clampingSeconds seconds: Double) -> Duration {
         guard !seconds.isNaN else { return .zero }
         let limit = 1e15
         if seconds >= limit { return longestDuration }
@@ -106,40 +106,40 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     // MARK: - Ranges of the service
 
     /// Seconds before the first reconnection to gpsd, and the longest delay between reconnections.
-    public static let reconnectDelay = ValueRange(0.001...3600, unit: "s")
+    package static let reconnectDelay = ValueRange(0.001...3600, unit: "s")
     /// Seconds without any message from gpsd before the connection is reopened.
-    public static let watchdog = ValueRange(0.1...86_400, unit: "s")
+    package static let watchdog = ValueRange(0.1...86_400, unit: "s")
     /// Seconds an epoch is held for more of its reports while the receiver's pattern is unknown.
-    public static let epochSettle = ValueRange(0.001...10, unit: "s")
+    package static let epochSettle = ValueRange(0.001...10, unit: "s")
     /// Seconds between background acquisitions (up to a week).
-    public static let backgroundInterval = ValueRange(0.1...604_800, unit: "s")
+    package static let backgroundInterval = ValueRange(0.1...604_800, unit: "s")
     /// Seconds one background acquisition may take.
-    public static let acquisitionTimeout = ValueRange(0.1...86_400, unit: "s")
+    package static let acquisitionTimeout = ValueRange(0.1...86_400, unit: "s")
     /// Seconds of the lifecycle's didEnterBackground budget and of its background-task time limit.
-    public static let lifecycleTime = ValueRange(0.001...86_400, unit: "s")
+    package static let lifecycleTime = ValueRange(0.001...86_400, unit: "s")
     /// Seconds a control client with pending output may go without reading.
-    public static let stallTimeout = ValueRange(0.1...86_400, unit: "s")
+    package static let stallTimeout = ValueRange(0.1...86_400, unit: "s")
     /// Seconds to wait for one position (the control protocol's `current` allows the same).
-    public static let positionTimeout = ValueRange(0.001...86_400, unit: "s")
+    package static let positionTimeout = ValueRange(0.001...86_400, unit: "s")
     /// Seconds a `current` request on the control socket may wait (0 answers with the last fix at once).
-    public static let requestTimeout = ValueRange(0...86_400, unit: "s")
+    package static let requestTimeout = ValueRange(0...86_400, unit: "s")
     /// Seconds a watch may run (about 31.7 years).
-    public static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
+    package static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
     /// Seconds of track time: replay gap lengths and lifecycle script times. The widest span GPX times can
     /// have (year 0001 to 9999) is about 3.2 × 10¹¹ s.
-    public static let trackTime = ValueRange(0...1_000_000_000_000, unit: "s")
+    package static let trackTime = ValueRange(0...1_000_000_000_000, unit: "s")
     /// How many times faster than recorded a replay plays.
-    public static let speedFactor = ValueRange(0.001...1_000_000, unit: "×")
+    package static let speedFactor = ValueRange(0.001...1_000_000, unit: "×")
     /// A speed in metres per second (the speed assumed along points without times).
-    public static let speed = ValueRange(0.001...1_000_000, unit: "m/s")
+    package static let speed = ValueRange(0.001...1_000_000, unit: "m/s")
     /// A distance or an accuracy in metres (up to the Earth's circumference).
-    public static let distance = ValueRange(0.001...40_000_000, unit: "m")
+    package static let distance = ValueRange(0.001...40_000_000, unit: "m")
     /// How many fixes a held batch may keep.
-    public static let batchCapacity = ValueRange(1...100_000_000, unit: "fixes")
+    package static let batchCapacity = ValueRange(1...100_000_000, unit: "fixes")
     /// Bytes of output a daemon may hold for its clients together (64 KiB to 4 GiB).
-    public static let bufferedOutput = ValueRange(65_536...4_294_967_296, unit: "bytes")
+    package static let bufferedOutput = ValueRange(65_536...4_294_967_296, unit: "bytes")
     /// A TCP port.
-    public static let port = ValueRange(1...65_535, unit: "")
+    package static let port = ValueRange(1...65_535, unit: "")
 
     // MARK: - Text
 
@@ -150,7 +150,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
 
     /// A number as messages show it: the shortest text that round-trips, without a trailing `.0` on whole
     /// numbers, and `nan`, `inf` or `-inf`.
-    public static func text(_ value: Double) -> String {
+    package static func text(_ value: Double) -> String {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value < 0 ? "-inf" : "inf" }
         if value == value.rounded(), abs(value) < 1e16 { return String(Int64(value)) }
@@ -160,7 +160,7 @@ public struct ValueRange: Sendable, Hashable, CustomStringConvertible {
 
     /// `text` with control characters escaped and cut to `limit` characters, so that a message quoting what
     /// a person wrote stays one readable line.
-    public static func printable(_ text: some StringProtocol, limit: Int = 80) -> String {
+    package static func printable(_ text: some StringProtocol, limit: Int = 80) -> String {
         var result = ""
         for scalar in text.unicodeScalars.prefix(limit) {
             if scalar.value < 0x20 || scalar.value == 0x7F {
