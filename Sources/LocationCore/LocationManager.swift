@@ -299,7 +299,8 @@ public final class LocationManager: Sendable {
 
     /// Gets one fix: the first that meets ``desiredAccuracy``, else the best seen when `timeout` ends.
     ///
-    /// The source runs continuously while the request is pending, whatever the policy. The fix is
+    /// The source runs continuously while the request is pending, whatever the policy; the fix is
+    /// processed by the policy in effect (coarsened in the background, as delivered fixes are). It is
     /// returned, not sent to the delegate.
     /// - Throws: ``LocationError/Code/noFix`` when no fix arrived in time; the source's error if it
     ///   failed; ``LocationError/Code/cancelled`` if the calling task was cancelled.
@@ -427,7 +428,10 @@ public final class LocationManager: Sendable {
                             "\(source.name) delivered an impossible coordinate (\(fix.latitude), \(fix.longitude))"))
                     return
                 }
-                resolved = resolveRequests(with: fix, &state)
+                // A request answers under the policy too: a background app gets only what its policy
+                // lets through (coarsened), however it asks.
+                let offered = state.policy == .reduced ? state.configuration.reduced.coarsen(fix) : fix
+                resolved = resolveRequests(with: offered, &state)
                 accept(fix, &state)
             case .status(let status):
                 guard status != state.sourceStatus else { return }

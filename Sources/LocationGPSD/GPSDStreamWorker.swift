@@ -73,11 +73,29 @@ final class GPSDStreamWorker: Sendable {
         finish: @escaping @Sendable ((any Error)?) -> Void
     ) {
         let thread = Thread { [self] in
+            Self.blockBrokenPipeSignal()
             finish(self.run(sink))
         }
         thread.name = "gpsd \(configuration.endpoint)"
         thread.stackSize = 1 << 20
         thread.start()
+    }
+
+    /// Keeps SIGPIPE from this thread: libgps writes its WATCH requests with a plain `write`, and one to a
+    /// gpsd that has gone away would otherwise kill the whole host process, which a library must never do.
+    /// The write fails with EPIPE instead, and the signal stays pending on this thread alone.
+    static func blockBrokenPipeSignal() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    /// Whether SIGPIPE is blocked on the calling thread.
+    static var isBrokenPipeSignalBlocked: Bool {
+        var current = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &current)
+        return sigismember(&current, SIGPIPE) == 1
     }
 
     /// Asks the thread to disable the WATCH, close the connection and end. Safe to call repeatedly.

@@ -92,6 +92,38 @@ package final class EventWriter: Sendable {
             initial.buffer.reserveCapacity(Self.flushThreshold + 4096)
         }
         state = Mutex(initial)
+        watchForReaderGone()
+    }
+
+    /// A reader of a pipe or socket that goes away is otherwise noticed only at the next write, which a
+    /// quiet stream (a suspended app, an ended replay) may never make: `watch | head -3` would then wait
+    /// forever. A thread polls the descriptor for the error or hang-up that the reader's close raises, and
+    /// stops the output at once.
+    private func watchForReaderGone() {
+        var info = stat()
+        guard fstat(output.descriptor, &info) == 0,
+            info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK
+        else { return }
+        let descriptor = output.descriptor
+        let name = output.name
+        let thread = Thread { [weak self] in
+            var fds = [pollfd(fd: descriptor, events: 0, revents: 0)]
+            while true {
+                guard let writer = self, !writer.withState({ $0.finished || $0.failure != nil }) else { return }
+                fds[0].revents = 0
+                let ready = poll(&fds, 1, 200)
+                guard ready > 0, fds[0].revents & Int16(POLLERR | POLLHUP) != 0 else { continue }
+                let stoppedNow = writer.withState { state -> Bool in
+                    guard !state.finished, state.failure == nil else { return false }
+                    state.failure = Failure(kind: .readerGone, message: "the reader of \(name) went away")
+                    return true
+                }
+                if stoppedNow { writer.stopped.continuation.yield() }
+                return
+            }
+        }
+        thread.name = "output reader watch"
+        thread.start()
     }
 
     deinit {

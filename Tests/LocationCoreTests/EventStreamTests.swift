@@ -79,3 +79,24 @@ struct EventStreamTests {
         }
     }
 }
+
+@Suite("LocationManager: a request answers under the policy", .serialized)
+struct RequestPolicyTests {
+    @Test("requestLocation in the background returns the fix coarsened by the reduced policy, never the exact one")
+    func requestInTheBackgroundIsCoarsened() async throws {
+        try await serially {
+            let reduced = ReducedAccuracyPolicy(interval: .seconds(10), desiredAccuracy: nil, coarseningGrid: 1000)
+            let h = try Harness(configuration: .init(reduced: reduced))
+            try h.application.enterBackground()
+            let request = Task { try await h.manager.requestLocation(timeout: .seconds(30)) }
+            while h.manager.pendingRequestCount == 0 { await Task.megaYield() }
+            await h.source.waitUntilListening()
+            let exact = LocationFixtures.walk(3)
+            h.source.emit(exact)
+            let answered = try await request.value
+            #expect(answered == reduced.coarsen(exact))
+            #expect(answered != exact)
+            #expect(answered.horizontalAccuracy == 1000)
+        }
+    }
+}

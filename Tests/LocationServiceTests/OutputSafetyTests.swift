@@ -105,6 +105,22 @@ struct OutputSafetyTests {
         }
     }
 
+    @Test("a reader that goes away while the stream is quiet (the app suspended, its fixes held) ends the command too")
+    func closedPipeEndsAQuietStream() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 2_000)  // paced at 10×, 200 s of holding if nothing stopped it
+        // The reader takes its byte only after every line before the suspension is in the pipe, so no later
+        // write can find it gone: only watching the pipe itself ends the command.
+        let started = Date()
+        let result = try Tool.run(
+            "/bin/bash", ["-c", "\"$0\" replay \"$1\" --speed 10 --lifecycle 1s:suspended | { sleep 1; head -c 1 > /dev/null; }; exit ${PIPESTATUS[0]}",
+                          Tool.path("locationctl"), track],
+            timeout: 60, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("locationctl:"), "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 15, "the replay went on for nobody")
+    }
+
     @Test("a paced GPX replay to a file killed with -9 leaves a valid document holding every point written")
     func killedWriterLeavesAValidDocument() throws {
         let directory = TemporaryDirectory()
