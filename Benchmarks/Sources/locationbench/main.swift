@@ -1,16 +1,33 @@
 // locationbench: every headline figure of the project next to its peers, measured in one run.
 //
-//   swift run -c release locationbench [--quick] [--json] [--runs N]
+//   swift run -c release locationbench [--quick] [--json] [--runs N] [--only ITEMS]
+//   swift run -c release locationbench batch|gpx|gpsd [OPTIONS]     one focused measurement (below)
 //
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
-// with gpx-bench, location-bench and gpsd-bench.
+// with the subcommands: `batch` (held batch, flush, journal: BatchCommand), `gpx` (GPX readers side by side
+// at any size: GPXCommand) and `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
 
 // Child mode: `--read READER FILE` (the GPX readers run in child processes of this executable).
 GPXReadChild.runIfRequested(CommandLine.arguments)
+
+// The focused measurements, each with its own options (`locationbench SUBCOMMAND --help` where it has one).
+switch CommandLine.arguments.dropFirst().first {
+case "batch":
+    try await BatchCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "gpx":
+    try await GPXCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "gpsd":
+    try await GPSDCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+default:
+    break
+}
 
 var quick = false
 var json = false
@@ -35,6 +52,9 @@ while let argument = arguments.first {
         print(
             """
             usage: locationbench [--quick] [--json] [--runs N] [--only ITEMS]
+                   locationbench batch [--runs N]
+                   locationbench gpx [--points N] [--seed S] [--runs R] [--keep] [--readers LIST]
+                   locationbench gpsd [latency|cpu|reduced|recovery|acquisition|all] [--seconds N] [--interval N]
 
             Measures every headline figure of swift-location next to its peers (gpxpy, gpsbabel,
             FoundationXML, a libxml2 counting floor, gpspipe) in one run and prints one table:
@@ -45,10 +65,14 @@ while let argument = arguments.first {
               --runs N   runs per measurement, the median is reported (default 3)
               --only 2,5 measure only these items (1 GPX parse, 2 replay, 3 live latency, 4 CPU,
                          5 held batch, 6 one position, 7 scaling)
+
+              batch      the held-batch figures alone: memory per held fix, flush, journal appends
+              gpx        the GPX readers side by side on a generated file of any size
+              gpsd       the gpsd source: latency, CPU of reduced vs high, recovery, acquisition cost
             """)
         exit(0)
     default:
-        FileHandle.standardError.write(Data("usage: locationbench [--quick] [--json] [--runs N] [--only ITEMS]\n".utf8))
+        FileHandle.standardError.write(Data("usage: locationbench [--quick] [--json] [--runs N] [--only ITEMS] | batch | gpx | gpsd (--help)\n".utf8))
         exit(64)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LocationDevSupport
 import LocationGPX
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationDevSupport
 
 #if canImport(FoundationXML)
     import FoundationXML
@@ -69,7 +70,7 @@ package final class FoundationXMLReader: NSObject, XMLParserDelegate {
         case "ele":
             elevation = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
         case "time":
-            time = RFC3339.parse(text)?.date
+            time = TimestampProbe.date(parsing: text)
         case "trkpt":
             points += 1
             if let time {

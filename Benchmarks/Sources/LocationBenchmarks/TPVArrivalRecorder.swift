@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationDevSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -66,6 +67,6 @@ package final class TPVArrivalRecorder: Sendable {
         let text = String(decoding: line, as: UTF8.self)
         guard text.contains(#""class":"TPV""#), let start = text.range(of: #""time":""#) else { return nil }
         guard let end = text[start.upperBound...].firstIndex(of: "\"") else { return nil }
-        return RFC3339.parse(String(text[start.upperBound..<end]))?.date
+        return TimestampProbe.date(parsing: String(text[start.upperBound..<end]))
     }
 }

@@ -16,26 +16,26 @@ import LocationGPX
 ///   one a reader of bytes can raise (never `io`, `missing-time`, `invalid-location`, `writer-closed`);
 /// - the points it read, written by `GPXWriter` and read again, are the same locations (with the writer's
 ///   documented exceptions), and the writer refuses exactly the timestamps outside the years 0001–9999.
-enum GPXFuzzHarness {
+public enum GPXFuzzHarness {
     /// The name the input goes by in errors.
-    static let inputName = "fuzz-input.gpx"
+    public static let inputName = "fuzz-input.gpx"
     /// The timestamp given to untimed points when they become `Location`s.
-    static let untimedTimestamp = Date(timeIntervalSince1970: 1_700_000_000)
+    public static let untimedTimestamp = Date(timeIntervalSince1970: 1_700_000_000)
 
     /// The points read before the reader stopped, and the error it stopped with.
-    struct Outcome {
-        var points: [GPXPoint]
-        var error: GPXError?
+    public struct Outcome {
+        public var points: [GPXPoint]
+        public var error: GPXError?
     }
 
     /// A property that does not hold, and how.
-    struct PropertyViolation: Error, CustomStringConvertible {
-        var description: String
+    public struct PropertyViolation: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// Runs every check on `bytes`; returns what the reader made of them, read whole.
     @discardableResult
-    static func check(_ bytes: [UInt8]) throws(PropertyViolation) -> Outcome {
+    public static func check(_ bytes: [UInt8]) throws(PropertyViolation) -> Outcome {
         let whole = try read(bytes, chunkSize: 1 << 18)
         let chunkSize = 1 + Int(fnv1a(bytes) % 64)
         let pieces = try read(bytes, chunkSize: chunkSize)
@@ -56,7 +56,7 @@ enum GPXFuzzHarness {
     }
 
     /// Reads every point of `bytes`, handing them to the parser `chunkSize` bytes at a time.
-    static func read(_ bytes: [UInt8], chunkSize: Int) throws(PropertyViolation) -> Outcome {
+    public static func read(_ bytes: [UInt8], chunkSize: Int) throws(PropertyViolation) -> Outcome {
         let reader = GPXReader(bytes: bytes, name: inputName, chunkSize: chunkSize)
         var points: [GPXPoint] = []
         let failure: GPXError

@@ -1,21 +1,18 @@
 import CLibFuzzer
 import Foundation
-import LocationCore
+import LocationDevSupport
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-// parser-fuzz: the fuzz targets of every parser besides GPX (see ParserFuzzHarness), one process per target.
+// parser-fuzz: the fuzz targets of every parser besides GPX (see ParserFuzzHarness, in the root package's
+// internal LocationDevSupport), one process per target.
 //
 //   parser-fuzz --prepare DIR               write each target's seeds to DIR/TARGET/seeds
 //   PARSER_FUZZ_TARGET=T parser-fuzz ...     built with `-sanitize=fuzzer -DPARSER_LIBFUZZER`: libFuzzer on
 //                                           target T, with its flags and corpus directories (scripts/fuzz)
 //   parser-fuzz TARGET INPUT...             otherwise: each INPUT file once through TARGET's checks
-//   parser-fuzz --append-journal-and-wait JOURNAL LOCATIONS.json
-//                                           appends the locations to the journal one by one, prints
-//                                           "appended N" and waits to be killed (LocationJournalTests: a
-//                                           process that dies with its journal open)
 
 /// The target this process fuzzes, from `PARSER_FUZZ_TARGET`.
 let fuzzTarget: ParserFuzzHarness.Target? = ProcessInfo.processInfo.environment["PARSER_FUZZ_TARGET"]
@@ -23,7 +20,7 @@ let fuzzTarget: ParserFuzzHarness.Target? = ProcessInfo.processInfo.environment[
 
 #if PARSER_LIBFUZZER
     /// libFuzzer's entry point: one input through the target's checks; a violated property stops the
-    /// process. (Only in the fuzz build: the test bundle links gpx-fuzz's entry point too.)
+    /// process. (Only in the fuzz build, which links libFuzzer.)
     @_cdecl("LLVMFuzzerTestOneInput")
     func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
@@ -62,26 +59,6 @@ if arguments.first == "--prepare" {
         }
     }
     exit(0)
-}
-
-if arguments.first == "--append-journal-and-wait" {
-    guard arguments.count == 3 else { fail("usage: parser-fuzz --append-journal-and-wait JOURNAL LOCATIONS.json") }
-    let journal: LocationJournal
-    let count: Int
-    do {
-        let locations = try JSONDecoder().decode([Location].self, from: Data(contentsOf: URL(fileURLWithPath: arguments[2])))
-        journal = try LocationJournal.open(path: arguments[1]).journal
-        for location in locations { try journal.append(location) }
-        count = locations.count
-    } catch {
-        fail("\(error)", status: 74)
-    }
-    // Straight to the descriptor, so nothing waits in a buffer when the signal comes.
-    FileHandle.standardOutput.write(Data("appended \(count)\n".utf8))
-    // No close, no sync, no exit: the journal stays open until the process is killed.
-    withExtendedLifetime(journal) {
-        while true { pause() }
-    }
 }
 
 #if PARSER_LIBFUZZER

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationDevSupport
 import LocationTesting
 
 /// The suspended-batching figures: memory per held fix, flush time of a held batch through the manager,
@@ -46,7 +47,7 @@ package struct BatchBenchmark: Sendable {
         var residentPerFix: [Double] = []
         for _ in 0..<runs {
             let before = Self.residentBytes()
-            var batch = LocationBatch(capacity: heldFixes)
+            var batch = HeldBatchProbe(capacity: heldFixes)
             for index in 0..<heldFixes { batch.append(LocationFixtures.walk(index)) }
             let after = Self.residentBytes()
             encodedPerFix.append(Double(batch.encodedBytes) / Double(batch.count))
@@ -60,7 +61,7 @@ package struct BatchBenchmark: Sendable {
         for _ in 0..<runs {
             try? FileManager.default.removeItem(atPath: journalPath)
             do {
-                let (journal, _) = try LocationJournal.open(path: journalPath)
+                let journal = try JournalProbe(path: journalPath)
                 try journal.append(contentsOf: LocationFixtures.walk(count: flushedFixes))
                 journal.close()
             }
@@ -84,7 +85,7 @@ package struct BatchBenchmark: Sendable {
         let fixes = LocationFixtures.walk(count: appendedFixes)
         for _ in 0..<runs {
             try? FileManager.default.removeItem(atPath: appendPath)
-            let (journal, _) = try LocationJournal.open(path: appendPath)
+            let journal = try JournalProbe(path: appendPath)
             let start = ContinuousClock.now
             for fix in fixes { try journal.append(fix) }
             let elapsed = start.duration(to: .now).seconds

@@ -7,9 +7,9 @@ import LocationService
 /// The parsers of every input surface besides GPX, one fuzz target each, and the properties checked for
 /// any bytes at all. A violated property is thrown as a ``PropertyViolation``; the fuzz target then stops
 /// the process, which libFuzzer records as a crash with the input that caused it. A trap is a crash too.
-enum ParserFuzzHarness {
+public enum ParserFuzzHarness {
     /// The parsers.
-    enum Target: String, CaseIterable, Sendable {
+    public enum Target: String, CaseIterable, Sendable {
         /// gpsd's JSON lines: the validator every line passes before libgps sees it.
         case gpsdJSON = "gpsd-json"
         /// Control requests, as the daemon reads them.
@@ -27,19 +27,19 @@ enum ParserFuzzHarness {
     }
 
     /// A property that does not hold, and how.
-    struct PropertyViolation: Error, CustomStringConvertible {
-        var description: String
+    public struct PropertyViolation: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// A private scratch directory for the parsers that read files.
-    static let scratch: String = {
+    public static let scratch: String = {
         let path = NSTemporaryDirectory() + "parser-fuzz-\(getpid())"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }()
 
     /// Runs `target`'s parser on `bytes` and checks its properties.
-    static func check(_ target: Target, _ bytes: [UInt8]) throws(PropertyViolation) {
+    public static func check(_ target: Target, _ bytes: [UInt8]) throws(PropertyViolation) {
         func violated(_ text: String) -> PropertyViolation { PropertyViolation(description: "\(target.rawValue): \(text)") }
         switch target {
         case .gpsdJSON:
@@ -109,7 +109,7 @@ enum ParserFuzzHarness {
     }
 
     /// Small valid and invalid inputs for each target, taken from the tests' examples.
-    static func seeds(_ target: Target) -> [[UInt8]] {
+    public static func seeds(_ target: Target) -> [[UInt8]] {
         let texts: [String]
         switch target {
         case .gpsdJSON:
@@ -152,7 +152,7 @@ enum ParserFuzzHarness {
         return texts.map { Array($0.utf8) }
     }
 
-    static let sampleLocations: [Location] = [
+    public static let sampleLocations: [Location] = [
         Location(latitude: 52.52, longitude: 13.405, timestamp: Date(timeIntervalSince1970: 1_714_543_200)),
         Location(
             latitude: -33.9, longitude: 151.2, altitude: 12, horizontalAccuracy: 4.5, speed: 1.4, course: 90,

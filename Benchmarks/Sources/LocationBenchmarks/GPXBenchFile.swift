@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationDevSupport
 import LocationTesting
 
 #if canImport(Glibc)
@@ -48,7 +49,7 @@ package enum GPXBenchFile {
             out.append(contentsOf: "\">\n        <ele>".utf8)
             appendFixed(elevation, digits: 2, to: &out)
             out.append(contentsOf: "</ele>\n        <time>".utf8)
-            RFC3339.append(time, to: &out)
+            TimestampProbe.append(time, to: &out)
             out.append(contentsOf: "</time>\n      </trkpt>\n".utf8)
             if index % 8192 == 0 {
                 total += out.count

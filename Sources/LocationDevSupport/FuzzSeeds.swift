@@ -2,11 +2,11 @@ import Foundation
 
 /// Small valid GPX documents and the fragments worth splicing into them: the seed corpus and dictionary of
 /// the libFuzzer target, and the raw material of the deterministic mutation test in `LocationGPXTests`.
-enum FuzzSeeds {
+public enum FuzzSeeds {
     /// Small documents that read without error, covering what the reader maps: GPX 1.1 and 1.0, no
     /// namespace, a prefixed namespace, routes and waypoints, every field, Garmin TrackPointExtension,
     /// the `loc` extension, internal entities, CDATA, ISO-8859-1 and odd time forms.
-    static let documents: [String] = [
+    public static let documents: [String] = [
         """
         <?xml version="1.0" encoding="UTF-8"?>
         <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">
@@ -46,7 +46,7 @@ enum FuzzSeeds {
     ]
 
     /// Fragments worth splicing in: structure, entities, encodings, numbers and times at their limits.
-    static let tokens: [[UInt8]] =
+    public static let tokens: [[UInt8]] =
         [
             "<", ">", "</", "/>", "\"", "'", "&", "&amp;", "&#0;", "&#x110000;", "&#xD800;", "&lt;", "&e;", "&undefined;",
             "<![CDATA[", "]]>", "<!--", "-->", "<?xml version=\"1.0\"?>", "<?pi?>",
@@ -64,7 +64,7 @@ enum FuzzSeeds {
         ].map { Array($0.utf8) } + [[0xFF, 0xFE], [0xFE, 0xFF], [0xEF, 0xBB, 0xBF], [0xC3], [0xE2, 0x98], [0x80], [0xFF]]
 
     /// Values to put where a value goes (text between tags, or an attribute's value).
-    static let values: [[UInt8]] = [
+    public static let values: [[UInt8]] = [
         "", " ", "0", "-0", "90", "90.0000001", "-180", "180", "181", "1e2", "1e-400", "1e400", "NaN", "inf", "+5", "--5",
         "0.123456789012345678901234567890", "3d", "2d", "none", "dgps", "x", "true", "false", "-1", "4294967296",
         "99999999999999999999", "2024-05-01T06:00:00Z", "2024-05-01T06:00:00.1234567Z", "2003-06-29T00:00:00",
@@ -74,7 +74,7 @@ enum FuzzSeeds {
 
     /// The tokens and values as a libFuzzer dictionary: one quoted entry per line, bytes outside printable
     /// ASCII (and `"` and `\`) as `\xNN`.
-    static var dictionary: String {
+    public static var dictionary: String {
         var lines: [String] = []
         var seen = Set<[UInt8]>()
         for entry in tokens + values where !entry.isEmpty && seen.insert(entry).inserted {
@@ -92,7 +92,7 @@ enum FuzzSeeds {
     }
 
     /// Writes the documents to `directory/seed-N.gpx` (creating it) and the dictionary to `dictionaryPath`.
-    static func write(to directory: String, dictionaryPath: String) throws {
+    public static func write(to directory: String, dictionaryPath: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for (index, document) in documents.enumerated() {
             try Data(document.utf8).write(to: URL(fileURLWithPath: "\(directory)/seed-\(index).gpx"))
