@@ -13,6 +13,9 @@ let package = Package(
         .executable(name: "locationctl", targets: ["locationctl"]),
         .executable(name: "locationd", targets: ["locationd"]),
         .library(name: "LocationControl", targets: ["LocationControl"]),
+        // Internal: only for this repository's Benchmarks/ and Fuzz/ packages, which cannot see `package`
+        // symbols across the package boundary. Not part of the library's API; apps never import it.
+        .library(name: "LocationDevSupport", targets: ["LocationDevSupport", "GPSDTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -51,18 +54,6 @@ let package = Package(
             dependencies: ["GPSDTestSupport", "LocationCore"]
         ),
         .target(
-            name: "LocationBenchmarks",
-            dependencies: ["LocationCore", "LocationGPX", "LocationGPSD", "LocationTesting", "CLibXML2", "GPSDTestSupport"]
-        ),
-        .executableTarget(
-            name: "gpx-bench",
-            dependencies: ["LocationBenchmarks"]
-        ),
-        .executableTarget(
-            name: "locationbench",
-            dependencies: ["LocationBenchmarks", "LocationCore", "locationctl", "locationd"]
-        ),
-        .target(
             name: "LocationControl",
             dependencies: ["LocationCore"],
             exclude: ["PROTOCOL.md"]
@@ -70,10 +61,6 @@ let package = Package(
         .testTarget(
             name: "LocationControlTests",
             dependencies: ["LocationControl", "LocationCore"]
-        ),
-        .executableTarget(
-            name: "location-bench",
-            dependencies: ["LocationBenchmarks"]
         ),
         .systemLibrary(
             name: "CGPS",
@@ -96,6 +83,20 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
+        ),
+        // The fuzz harnesses of every parser and the probes the benchmarks measure (internal; see the
+        // LocationDevSupport product). The fuzz targets and benchmarks themselves are in Fuzz/ and Benchmarks/.
+        .target(
+            name: "LocationDevSupport",
+            dependencies: [
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationControl", "LocationService", "CLibXML2",
+                "GPSDTestSupport",
+            ]
+        ),
+        // What the tests run in a child process: a GPX read under watch, a journal left open when killed.
+        .executableTarget(
+            name: "location-test-child",
+            dependencies: ["LocationCore", "LocationDevSupport"]
         ),
         .target(
             name: "TrackPlot",
@@ -128,28 +129,12 @@ let package = Package(
             dependencies: [
                 "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl",
                 "locationd",
-                "GPSDTestSupport", "parser-fuzz",
+                "GPSDTestSupport", "LocationDevSupport",
             ]
-        ),
-        .systemLibrary(
-            name: "CLibFuzzer",
-            path: "Sources/CLibFuzzer"
-        ),
-        .executableTarget(
-            name: "gpx-fuzz",
-            dependencies: ["LocationCore", "LocationGPX", "CLibFuzzer"]
-        ),
-        .executableTarget(
-            name: "parser-fuzz",
-            dependencies: ["LocationCore", "LocationGPSD", "LocationControl", "LocationService", "CLibFuzzer"]
         ),
         .executableTarget(
             name: "demo-track",
             dependencies: ["LocationCore", "LocationGPX"]
-        ),
-        .executableTarget(
-            name: "gpsd-bench",
-            dependencies: ["LocationBenchmarks"]
         ),
         .testTarget(
             name: "LocationGPSDTests",
@@ -161,7 +146,7 @@ let package = Package(
                 "LocationCore",
                 "LocationTesting",
                 // Built beside the test runner: LocationJournalTests kills it with a journal open.
-                "parser-fuzz",
+                "location-test-child",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
             ]
@@ -172,7 +157,9 @@ let package = Package(
                 "LocationGPX",
                 "CLibXML2",
                 "LocationTesting",
-                "gpx-fuzz",
+                "LocationDevSupport",
+                // Built beside the test runner: the hostile-GPX tests read each risky input in it.
+                "location-test-child",
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "ConcurrencyExtras", package: "swift-concurrency-extras"),
             ]

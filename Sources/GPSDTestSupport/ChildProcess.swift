@@ -16,9 +16,9 @@ import LocationCore
 /// The process is reaped exactly once, however many times and from however many threads ``reap()``,
 /// ``wait()`` and ``stop(signal:grace:)`` are called; after that, nothing is sent to its process id,
 /// which the system may already have given to another process. Dropping the last reference stops it.
-package final class ChildProcess: Sendable {
+public final class ChildProcess: Sendable {
     /// How a child process ended.
-    package enum Termination: Equatable, Sendable, CustomStringConvertible {
+    public enum Termination: Equatable, Sendable, CustomStringConvertible {
         /// It exited with this status.
         case exited(Int32)
         /// A signal ended it.
@@ -33,7 +33,7 @@ package final class ChildProcess: Sendable {
         }
 
         /// `exit status N` or `signal N`.
-        package var description: String {
+        public var description: String {
             switch self {
             case .exited(let status): "exit status \(status)"
             case .signalled(let signal): "signal \(signal)"
@@ -43,11 +43,11 @@ package final class ChildProcess: Sendable {
     }
 
     /// The child's process id, which is also its process group id.
-    package let pid: pid_t
+    public let pid: pid_t
     /// The path that was started.
-    package let executable: String
+    public let executable: String
     /// The read end of a pipe from the child's standard output, when it was captured; the caller closes it.
-    package let standardOutput: Int32?
+    public let standardOutput: Int32?
     /// Set once, when the child has been reaped.
     private let termination = Locked<Termination?>(nil)
 
@@ -58,7 +58,7 @@ package final class ChildProcess: Sendable {
     ///   - environment: variables set, or replaced, on top of this process's environment.
     ///   - captureStandardOutput: put standard output on a pipe that ``standardOutput`` reads, rather
     ///     than on /dev/null.
-    package init(
+    public init(
         _ arguments: [String], environment: [String: String] = [:], captureStandardOutput: Bool = false
     ) throws(TestSupportError) {
         guard let name = arguments.first else { throw .spawnFailed(program: "(no program given)", errno: EINVAL) }
@@ -127,7 +127,7 @@ package final class ChildProcess: Sendable {
 
     /// Sends `signal` to the child alone; false when it has been reaped or the signal could not be sent.
     @discardableResult
-    package func signal(_ signal: Int32) -> Bool {
+    public func signal(_ signal: Int32) -> Bool {
         // Under the lock, so the child cannot be reaped (and its id reused) between the check and the kill.
         termination.withLock { $0 == nil && kill(pid, signal) == 0 }
     }
@@ -135,13 +135,13 @@ package final class ChildProcess: Sendable {
     /// Sends `signal` to the child's whole process group; false when the child has been reaped or the
     /// signal could not be sent.
     @discardableResult
-    package func signalGroup(_ signal: Int32) -> Bool {
+    public func signalGroup(_ signal: Int32) -> Bool {
         termination.withLock { $0 == nil && kill(-pid, signal) == 0 }
     }
 
     /// Reaps the child if it has exited, without waiting; returns how it ended, or nil while it runs.
     @discardableResult
-    package func reap() -> Termination? {
+    public func reap() -> Termination? {
         termination.withLock { termination in
             if let termination { return termination }
             var status: Int32 = 0
@@ -157,7 +157,7 @@ package final class ChildProcess: Sendable {
 
     /// Waits until the child exits and reaps it.
     @discardableResult
-    package func wait() -> Termination {
+    public func wait() -> Termination {
         termination.withLock { termination in
             if let termination { return termination }
             var status: Int32 = 0
@@ -171,7 +171,7 @@ package final class ChildProcess: Sendable {
 
     /// Waits up to `timeout` for the child to exit, polling; returns how it ended, or nil if it still runs.
     @discardableResult
-    package func waitForExit(timeout: Duration) -> Termination? {
+    public func waitForExit(timeout: Duration) -> Termination? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
@@ -184,7 +184,7 @@ package final class ChildProcess: Sendable {
     /// Waits up to `timeout` for the child to exit, polling without blocking a thread; returns how it
     /// ended, or nil if it still runs.
     @discardableResult
-    package func waitForExit(timeout: Duration) async -> Termination? {
+    public func waitForExit(timeout: Duration) async -> Termination? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
@@ -201,7 +201,7 @@ package final class ChildProcess: Sendable {
     /// it is still there and anything it left behind, and the child is reaped. Returns once no live
     /// process is left in the group (at most 2 s more), so their shared-memory segments are detached.
     @discardableResult
-    package func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(3)) -> Termination {
+    public func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(3)) -> Termination {
         if let ended = termination.value { return ended }
         termination.withLock { termination in
             guard termination == nil else { return }
@@ -222,7 +222,7 @@ package final class ChildProcess: Sendable {
     }
 
     /// The live processes that the child started and that are named `name` (as in /proc/PID/stat).
-    package func children(named name: String) -> [pid_t] {
+    public func children(named name: String) -> [pid_t] {
         Self.processes().filter { $0.parent == pid && $0.name == name && $0.state != "Z" }.map(\.pid)
     }
 

@@ -8,12 +8,12 @@ import Foundation
 ///
 /// A name is looked up on `PATH` first, then in the usual system folders, which a user's `PATH` often
 /// lacks (`gpsd` is in `/usr/sbin`); a name with a slash is taken as a path.
-package enum ExecutableLookup {
+public enum ExecutableLookup {
     /// Folders searched after `PATH`.
-    package static let systemFolders = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    public static let systemFolders = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
     /// The path of the executable `name`, or nil when there is none.
-    package static func path(of name: String) -> String? {
+    public static func path(of name: String) -> String? {
         if name.contains("/") { return isExecutable(name) ? name : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         let folders = path.split(separator: ":").map(String.init) + systemFolders
@@ -21,10 +21,10 @@ package enum ExecutableLookup {
     }
 
     /// gpsd, when it is installed.
-    package static var gpsd: String? { path(of: "gpsd") }
+    public static var gpsd: String? { path(of: "gpsd") }
 
     /// gpsfake (Debian's python3-gps), when it is installed.
-    package static var gpsfake: String? { path(of: "gpsfake") }
+    public static var gpsfake: String? { path(of: "gpsfake") }
 
     private static func isExecutable(_ path: String) -> Bool {
         var status = stat()

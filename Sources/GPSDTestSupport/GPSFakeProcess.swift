@@ -11,18 +11,18 @@ import Synchronization
 ///
 /// In port mode gpsd drops what the capture says before the first client watches: connect as soon as
 /// ``waitUntilAccepting(timeout:)`` returns.
-package final class GPSFakeProcess: Sendable {
+public final class GPSFakeProcess: Sendable {
     /// The port gpsd listens on, on 127.0.0.1.
-    package let port: Int
+    public let port: Int
     /// gpsfake itself.
-    package let process: ChildProcess
+    public let process: ChildProcess
     private let stopped = Atomic<Bool>(false)
 
     /// Whether gpsfake and gpsd are both installed.
-    package static var isInstalled: Bool { ExecutableLookup.gpsfake != nil && ExecutableLookup.gpsd != nil }
+    public static var isInstalled: Bool { ExecutableLookup.gpsfake != nil && ExecutableLookup.gpsd != nil }
 
     /// Starts `gpsfake -1 -q -P port options... capture` (`port` nil picks a free one); does not wait.
-    package init(capture: String, port: Int? = nil, options: [String] = ["-c", "0.05"]) throws(TestSupportError) {
+    public init(capture: String, port: Int? = nil, options: [String] = ["-c", "0.05"]) throws(TestSupportError) {
         let install = "apt-get install gpsd gpsd-clients python3-gps"
         guard let gpsfake = ExecutableLookup.gpsfake else { throw .notInstalled(program: "gpsfake", install: install) }
         guard ExecutableLookup.gpsd != nil else { throw .notInstalled(program: "gpsd", install: install) }
@@ -47,13 +47,13 @@ package final class GPSFakeProcess: Sendable {
     deinit { stop() }
 
     /// The gpsd that gpsfake started, while it runs.
-    package var gpsdPID: pid_t? { process.children(named: "gpsd").first }
+    public var gpsdPID: pid_t? { process.children(named: "gpsd").first }
 
     /// Whether gpsd accepts connections now; the first time it does, its process is noted as ours, so the
     /// shared memory it creates is removed later.
     /// The port was picked free and bound by gpsd later, so another program may have taken it in between:
     /// only a listener that is this gpsd's counts.
-    package func isAccepting() -> Bool {
+    public func isAccepting() -> Bool {
         guard LoopbackTCP.accepts(port: port), let gpsd = gpsdPID, LoopbackTCP.isListening(port: port, pid: gpsd) else {
             return false
         }
@@ -62,7 +62,7 @@ package final class GPSFakeProcess: Sendable {
     }
 
     /// Waits, polling, until gpsd accepts connections.
-    package func waitUntilAccepting(timeout: Duration = .seconds(20)) throws(TestSupportError) {
+    public func waitUntilAccepting(timeout: Duration = .seconds(20)) throws(TestSupportError) {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while !isAccepting() {
@@ -72,7 +72,7 @@ package final class GPSFakeProcess: Sendable {
     }
 
     /// Waits, polling without blocking a thread, until gpsd accepts connections.
-    package func waitUntilAccepting(timeout: Duration = .seconds(20)) async throws(TestSupportError) {
+    public func waitUntilAccepting(timeout: Duration = .seconds(20)) async throws(TestSupportError) {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while !isAccepting() {
@@ -83,7 +83,7 @@ package final class GPSFakeProcess: Sendable {
 
     /// Ends gpsfake and its gpsd (SIGTERM, which gpsfake passes on to gpsd; SIGKILL of the group after
     /// 3 s) and removes gpsd's export segment and, when it was the last, the NTP ones; safe to call again.
-    package func stop() {
+    public func stop() {
         process.stop()
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         GPSDSharedMemory.remove(key: GPSDSharedMemory.exportKey(port: port))

@@ -6,9 +6,9 @@ import Foundation
 
 /// TCP on 127.0.0.1, for servers and peers started by tests and benchmarks: free ports, listening sockets,
 /// and whether something accepts connections.
-package enum LoopbackTCP {
+public enum LoopbackTCP {
     /// The IPv4 loopback address with `port`.
-    package static func address(port: Int) -> sockaddr_in {
+    public static func address(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -17,7 +17,7 @@ package enum LoopbackTCP {
     }
 
     /// A loopback port nobody listened on a moment ago (bound to port 0, read back, released).
-    package static func freePort() throws(TestSupportError) -> Int {
+    public static func freePort() throws(TestSupportError) -> Int {
         let fd = try newSocket()
         defer { close(fd) }
         guard let port = bind(fd, port: 0) else {
@@ -29,7 +29,7 @@ package enum LoopbackTCP {
     /// A socket bound to a free loopback port but not listening, which the caller closes: connecting to the
     /// port is refused, and no other process can take it while the socket is open. `listen(2)` on it
     /// later makes it a server on the same port.
-    package static func reservedPort() throws(TestSupportError) -> (fd: Int32, port: Int) {
+    public static func reservedPort() throws(TestSupportError) -> (fd: Int32, port: Int) {
         let fd = try newSocket()
         guard let port = bind(fd, port: 0) else {
             let error = errno
@@ -42,7 +42,7 @@ package enum LoopbackTCP {
     /// A socket listening on 127.0.0.1:`port` (0 picks a free port), with `SO_REUSEADDR` so a server can be
     /// started again on the port of one just stopped; returns the socket, which the caller closes, and
     /// the port it listens on.
-    package static func listen(port: Int = 0, backlog: Int32 = 16) throws(TestSupportError) -> (fd: Int32, port: Int) {
+    public static func listen(port: Int = 0, backlog: Int32 = 16) throws(TestSupportError) -> (fd: Int32, port: Int) {
         let fd = try newSocket()
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -55,7 +55,7 @@ package enum LoopbackTCP {
     }
 
     /// A socket connected to 127.0.0.1:`port`, which the caller closes.
-    package static func connect(port: Int) throws(TestSupportError) -> Int32 {
+    public static func connect(port: Int) throws(TestSupportError) -> Int32 {
         let fd = try newSocket()
         guard connect(fd, port: port) else {
             let error = errno
@@ -66,7 +66,7 @@ package enum LoopbackTCP {
     }
 
     /// Whether something accepts TCP connections on the loopback port now.
-    package static func accepts(port: Int) -> Bool {
+    public static func accepts(port: Int) -> Bool {
         guard let fd = try? newSocket() else { return false }
         defer { close(fd) }
         return connect(fd, port: port)
@@ -75,7 +75,7 @@ package enum LoopbackTCP {
     /// Whether process `pid` holds the socket listening on TCP `port` (IPv4 or IPv6), from `/proc/net/tcp*`
     /// and the process's descriptors: a port chosen with ``freePort()`` and taken by another program before
     /// a daemon bound it is not mistaken for the daemon's.
-    package static func isListening(port: Int, pid: pid_t) -> Bool {
+    public static func isListening(port: Int, pid: pid_t) -> Bool {
         let wanted = String(format: "%04X", port)
         var inodes: Set<String> = []
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {

@@ -6,14 +6,14 @@ import Foundation
 
 /// NMEA 0183 sentences for receivers that tests and benchmarks stand in for: a walk north-west from
 /// 51.5 N 0.1 W, one step per epoch.
-package enum NMEASentences {
+public enum NMEASentences {
     /// `$BODY*CS` with its checksum, without a line end.
-    package static func checksummed(_ body: String) -> String {
+    public static func checksummed(_ body: String) -> String {
         "$" + body + String(format: "*%02X", body.utf8.reduce(UInt8(0)) { $0 ^ $1 })
     }
 
     /// GGA and RMC of epoch `epoch` of a `rateHz` receiver whose epoch 0 is at `baseSeconds` since 1970.
-    package static func ggaAndRMC(epoch: Int, rateHz: Int, baseSeconds: Int) -> (gga: String, rmc: String) {
+    public static func ggaAndRMC(epoch: Int, rateHz: Int, baseSeconds: Int) -> (gga: String, rmc: String) {
         var value = time_t(baseSeconds + epoch / rateHz)
         var parts = tm()
         gmtime_r(&value, &parts)
@@ -28,7 +28,7 @@ package enum NMEASentences {
     }
 
     /// `value` degrees as NMEA's DDDMM.MMMM with `width` digits of degrees.
-    package static func degrees(_ value: Double, width: Int) -> String {
+    public static func degrees(_ value: Double, width: Int) -> String {
         let whole = Int(value)
         return String(format: "%0\(width)d%07.4f", whole, (value - Double(whole)) * 60)
     }

@@ -4,7 +4,7 @@
 
 /// Why a test-support helper could not do what it was asked: a program it needs, a process, a socket, or a
 /// wait that ran out. Each case keeps the facts; ``code`` and ``message`` are made from them.
-package enum TestSupportError: Error, Equatable, CustomStringConvertible {
+public enum TestSupportError: Error, Equatable, CustomStringConvertible {
     /// `program` is on neither `PATH` nor ``ExecutableLookup/systemFolders``; `install` says how to get it.
     case notInstalled(program: String, install: String)
     /// `posix_spawn` or `pipe` failed for `program` with `errno`.
@@ -15,7 +15,7 @@ package enum TestSupportError: Error, Equatable, CustomStringConvertible {
     case timedOut(String)
 
     /// A stable name for the kind of failure.
-    package var code: String {
+    public var code: String {
         switch self {
         case .notInstalled: "not-installed"
         case .spawnFailed: "spawn-failed"
@@ -25,7 +25,7 @@ package enum TestSupportError: Error, Equatable, CustomStringConvertible {
     }
 
     /// What went wrong and what to do about it, for a person.
-    package var message: String {
+    public var message: String {
         switch self {
         case .notInstalled(let program, let install):
             "\(program) is not installed (looked on PATH and in \(ExecutableLookup.systemFolders.joined(separator: ", "))): \(install)"
@@ -39,5 +39,5 @@ package enum TestSupportError: Error, Equatable, CustomStringConvertible {
     }
 
     /// `code: message`.
-    package var description: String { "\(code): \(message)" }
+    public var description: String { "\(code): \(message)" }
 }

@@ -225,12 +225,12 @@ struct LocationJournalSyncTests {
     }
 }
 
-/// `parser-fuzz --append-journal-and-wait`, built beside the test runner: appends locations to a journal
+/// `location-test-child --append-journal-and-wait`, built beside the test runner: appends locations to a journal
 /// and waits; killed with SIGKILL once it says it has appended them all.
 enum JournalChild {
     static let executable: String = {
         let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("parser-fuzz").path
+        return URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("location-test-child").path
     }()
 
     /// What the child printed, and whether SIGKILL ended it.

@@ -4,11 +4,11 @@ import LocationTesting
 import Testing
 
 @testable import LocationGPX
-@testable import gpx_fuzz
+import LocationDevSupport
 
 /// Thousands of deterministic mutations of small GPX files: the reader (and the replay schedule on top of
 /// it) must return points or throw a `GPXError`, never crash or hang. This runs in every test run without
-/// libFuzzer; `scripts/fuzz` runs the coverage-guided fuzz target (Sources/gpx-fuzz) on the same seeds.
+/// libFuzzer; `scripts/fuzz` runs the coverage-guided fuzz target (Fuzz/Sources/gpx-fuzz) on the same seeds.
 ///
 /// `GPX_FUZZ_CASES` sets the number of cases (default 5000), `GPX_FUZZ_SEED` the seed; a failure message
 /// names the case, which the same seed reproduces.

@@ -14,7 +14,7 @@ import Testing
 /// file, exactly the points fully present before the cut), in bounded time and memory, and never a crash or
 /// a hang.
 ///
-/// Every input that could make the reader run away is read in a child process first (`gpx-fuzz --read
+/// Every input that could make the reader run away is read in a child process first (`location-test-child --read
 /// FILE`), which is killed after a minute: a reader that hangs fails the test instead of hanging the run
 /// (`.timeLimit` cannot stop a synchronous parse). Only when the child has finished are the finer checks
 /// repeated in this process.
@@ -44,7 +44,7 @@ import Testing
         #expect(child.standardError.isEmpty, "\(label): standard error: \(child.standardError.prefix(2000))", sourceLocation: sourceLocation)
         #expect(child.wallTime < timeBound, "\(label): took \(child.wallTime)", sourceLocation: sourceLocation)
         guard let summary = child.summary else {
-            Issue.record("\(label): no summary from gpx-fuzz; output: \(child.standardOutput.suffix(500))", sourceLocation: sourceLocation)
+            Issue.record("\(label): no summary from location-test-child; output: \(child.standardOutput.suffix(500))", sourceLocation: sourceLocation)
             return child
         }
         print("hostile GPX: \(label): \(summary.error?.code ?? "ok"), \(summary.points) points, \(child.growthKiB) KiB peak RSS growth, \(String(format: "%.2f", summary.seconds)) s\(summary.sanitizer.map { " (\($0) sanitizer: memory not asserted)" } ?? "")")

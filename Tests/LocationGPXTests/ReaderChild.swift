@@ -5,11 +5,11 @@ import Testing
     import Glibc
 #endif
 
-/// One GPX file read by `gpx-fuzz --read FILE` in a child process: what it printed, how it ended, how long
+/// One GPX file read by `location-test-child --read FILE` in a child process: what it printed, how it ended, how long
 /// it took and how much memory the read itself added. A crash or a hang there cannot take the test run
 /// down, and the memory figure is the read's own (the child resets its peak RSS just before reading).
 struct ReaderChild {
-    /// The JSON line gpx-fuzz prints last.
+    /// The JSON line location-test-child prints last.
     struct Summary: Decodable {
         struct Failure: Decodable {
             var code: String
@@ -43,10 +43,10 @@ struct ReaderChild {
     /// meaningless; memory bounds are then reported but not asserted.
     var memoryIsComparable: Bool { summary?.sanitizer == nil }
 
-    /// gpx-fuzz, built next to the test runner.
+    /// location-test-child, built next to the test runner.
     static let executable: String = {
         let runner = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("gpx-fuzz").path
+        return URL(fileURLWithPath: runner).deletingLastPathComponent().appendingPathComponent("location-test-child").path
     }()
 
     /// Reads `path` (`--read`, or `--read-into-memory` for the control that holds the whole file) in a child

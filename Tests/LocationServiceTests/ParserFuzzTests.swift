@@ -2,11 +2,11 @@ import Foundation
 import LocationTesting
 import Testing
 
-@testable import parser_fuzz
+import LocationDevSupport
 
 /// Every parser besides GPX, on its seeds and thousands of deterministic mutations of them: each must
 /// accept or refuse with a one-line reason, never trap. This runs in every test run without libFuzzer;
-/// `scripts/fuzz` runs the coverage-guided targets (Sources/parser-fuzz) on the same seeds.
+/// `scripts/fuzz` runs the coverage-guided targets (Fuzz/Sources/parser-fuzz) on the same seeds.
 @Suite("Fuzzing every parser: gpsd lines, control requests and replies, journal, state file, YAML, lifecycle scripts")
 struct ParserFuzzTests {
     static let tokens: [[UInt8]] = [

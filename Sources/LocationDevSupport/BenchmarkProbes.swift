@@ -1,0 +1,37 @@
+import LocationCore
+
+/// The manager's held batch, as the benchmarks measure it: how many bytes a held fix costs.
+public struct HeldBatchProbe: Sendable {
+    private var batch: LocationBatch
+
+    /// An empty batch with room for `capacity` fixes.
+    public init(capacity: Int) { batch = LocationBatch(capacity: capacity) }
+
+    /// Holds one more fix.
+    public mutating func append(_ location: Location) { batch.append(location) }
+
+    /// The fixes held.
+    public var count: Int { batch.count }
+
+    /// The bytes its encoded fixes take.
+    public var encodedBytes: Int { batch.encodedBytes }
+}
+
+/// The journal of held fixes, as the benchmarks fill and time it.
+public final class JournalProbe {
+    private let journal: LocationJournal
+
+    /// Opens (creating if needed) the journal at `path`.
+    public init(path: String) throws(LocationError) {
+        journal = try LocationJournal.open(path: path).journal
+    }
+
+    /// Appends one fix: one write.
+    public func append(_ location: Location) throws(LocationError) { try journal.append(location) }
+
+    /// Appends the fixes in one write.
+    public func append(contentsOf locations: [Location]) throws(LocationError) { try journal.append(contentsOf: locations) }
+
+    /// Syncs and closes the file.
+    public func close() { journal.close() }
+}
