@@ -3,7 +3,8 @@ import LocationCore
 
 /// One request a client sends to the daemon, as one JSON line.
 ///
-/// Wire forms (one object per line, `\n`-terminated, UTF-8; unknown keys are ignored):
+/// Wire forms (one object per line, `\n`-terminated, UTF-8; a key the command does not take, or a `null`
+/// value, is refused rather than ignored, so that a misspelt request never looks as if it worked):
 ///
 /// | request | JSON |
 /// |---|---|
@@ -59,6 +60,9 @@ public enum ControlRequest: Sendable, Hashable {
                 .unknownCommand,
                 "request has no \"command\"; expected one of \(Self.commands.joined(separator: ", "))")
         }
+        if let keys = Self.keys[command] {
+            try Self.checkKeys(of: bytes, command: command, allowed: keys)
+        }
         switch command {
         case "current":
             var timeout: Duration?
@@ -107,6 +111,28 @@ public enum ControlRequest: Sendable, Hashable {
         }
         text += "}\n"
         return Array(text.utf8)
+    }
+
+    /// The keys each command takes.
+    private static let keys: [String: [String]] = [
+        "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
+        "status": ["command"], "watch": ["command"],
+    ]
+
+    /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
+    /// read the state and answer success) and a key whose value is `null`.
+    private static func checkKeys(of bytes: [UInt8], command: String, allowed: [String]) throws(ControlError) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return }
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            let takes = allowed.dropFirst().map { "\"\($0)\"" }
+            throw ControlError(
+                .badRequest,
+                "\"\(command)\" takes no \"\(unknown)\""
+                    + (takes.isEmpty ? "; it takes no other key" : "; it takes \(takes.joined(separator: " and "))"))
+        }
+        if let null = object.keys.sorted().first(where: { object[$0] is NSNull }) {
+            throw ControlError(.badRequest, "\"\(null)\" must not be null; leave it out instead")
+        }
     }
 
     /// The fields a request line may carry.

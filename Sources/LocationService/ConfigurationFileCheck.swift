@@ -41,6 +41,10 @@ package enum ConfigurationFileCheck {
                             "\(path): \(name) is a section; expected keys under it, such as \(known.first { $0.name.hasPrefix(name + ".") }!.name), got \(shape(of: value))")
                     }
                     try walk(inner, prefix: name)
+                } else if let renamed = Self.renamedKeys[full] {
+                    throw LocationError(
+                        .invalidConfiguration,
+                        "\(path): \(full) is gone: \(renamed.why); use \(renamed.key)")
                 } else {
                     let candidates = known.map(\.name) + (prefix.isEmpty ? sections.sorted() : [])
                     let nearest = candidates.min { distance(full, $0) < distance(full, $1) }!
@@ -53,6 +57,14 @@ package enum ConfigurationFileCheck {
         try walk(top, prefix: "")
         return true
     }
+
+    /// Keys of earlier versions, with what replaced them and why.
+    private static let renamedKeys: [String: (key: String, why: String)] = [
+        "lifecycle.gracePeriod": (
+            "lifecycle.didEnterBackgroundBudget",
+            "a background app is no longer left running for a grace period; it is suspended as soon as its didEnterBackground handling ends, which may take this long"
+        )
+    ]
 
     private static func checkShape(_ value: Node, of key: ConfigurationKey, path: String) throws(LocationError) {
         guard value.scalar == nil else { return }  // a single value (`key:` with nothing after it is a null scalar)
@@ -75,7 +87,7 @@ package enum ConfigurationFileCheck {
     }
 
     /// The edit distance between two keys, ignoring case.
-    private static func distance(_ a: String, _ b: String) -> Int {
+    static func distance(_ a: String, _ b: String) -> Int {
         let x = Array(a.lowercased()), y = Array(b.lowercased())
         var previous = Array(0...y.count)
         for i in 1...max(1, x.count) where !x.isEmpty {

@@ -96,6 +96,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package static func load(
         path: String?, environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws(LocationError) -> ServiceConfiguration {
+        try checkEnvironment(environment)
         var providers: [any ConfigProvider] = [
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "locationd")
         ]
@@ -115,6 +116,22 @@ package struct ServiceConfiguration: Sendable, Hashable {
             }
         }
         return try load(reader: ConfigReader(providers: providers), path: path, environment: environment)
+    }
+
+    /// Refuses a `LOCATIOND_*` variable that sets nothing, as an unknown key in the file is refused: a
+    /// misspelt variable would otherwise leave its setting at the default without a word.
+    private static func checkEnvironment(_ environment: [String: String]) throws(LocationError) {
+        let known = Set(keys.map(\.environmentVariable))
+        guard let unknown = environment.keys.filter({ $0.hasPrefix("LOCATIOND_") && !known.contains($0) }).sorted().first
+        else { return }
+        if unknown == "LOCATIOND_LIFECYCLE_GRACE_PERIOD" {
+            throw LocationError(
+                .invalidConfiguration,
+                "\(unknown) is gone: a background app is no longer left running for a grace period; use LOCATIOND_LIFECYCLE_DID_ENTER_BACKGROUND_BUDGET")
+        }
+        let nearest = known.min { ConfigurationFileCheck.distance(unknown, $0) < ConfigurationFileCheck.distance(unknown, $1) } ?? ""
+        throw LocationError(
+            .invalidConfiguration, "unknown variable \(ValueRange.printable(unknown)); did you mean \(nearest)?")
     }
 
     /// The largest configuration file read: the documented file with every key is about 3 KiB.

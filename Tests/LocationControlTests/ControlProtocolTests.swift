@@ -15,7 +15,7 @@ struct ControlProtocolTests {
         #expect(try ControlRequest(line: Array(#"{"command":"state"}"#.utf8)) == .state(set: nil))
         #expect(try ControlRequest(line: Array(#"{"command":"state","set":"background"}"#.utf8))
             == .state(set: "background"))
-        #expect(try ControlRequest(line: Array(#"{"command":"status","extra":1}"#.utf8)) == .status)
+        #expect(try ControlRequest(line: Array(#"{ "command" : "status" }"#.utf8)) == .status)
         #expect(try ControlRequest(line: Array("{\"command\":\"watch\"}\r".utf8)) == .watch)
     }
 
@@ -156,5 +156,34 @@ struct ControlProtocolTests {
             .contains("/run/locationd/s"))
         #expect(ControlError.system("connect to", path: "/x", errno: ECONNREFUSED).code == .notListening)
         #expect(ControlError.system("bind", path: "/x", errno: EIO).code == .io)
+    }
+}
+
+@Suite("Control requests: what a command does not take is refused")
+struct RequestKeyTests {
+    @Test("a key the command does not take, or a null value, is a bad request naming the key; the known keys still work",
+          arguments: [
+            (#"{"command":"state","state":"suspended"}"#, #""state" takes no "state"; it takes "set""#),
+            (#"{"command":"state","set":null}"#, #""set" must not be null; leave it out instead"#),
+            (#"{"command":"status","verbose":true}"#, #""status" takes no "verbose"; it takes no other key"#),
+            (#"{"command":"current","timeout":5,"acuracy":3}"#, #""current" takes no "acuracy"; it takes "timeout" and "accuracy""#),
+          ])
+    func unknownKeysAreRefused(line: String, message: String) {
+        #expect {
+            try ControlRequest(line: Array(line.utf8))
+        } throws: { error in
+            (error as? ControlError)?.code == .badRequest && (error as? ControlError)?.message == message
+        }
+    }
+
+    @Test("every request locationctl sends is accepted as it is")
+    func clientRequestsRoundTrip() throws {
+        let requests: [ControlRequest] = [
+            .current(timeout: .seconds(5), accuracy: 20), .current(timeout: nil, accuracy: nil), .state(set: "background"),
+            .state(set: nil), .status, .watch,
+        ]
+        for request in requests {
+            #expect(try ControlRequest(line: request.jsonLine.dropLast()) == request)
+        }
     }
 }

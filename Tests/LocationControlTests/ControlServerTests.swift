@@ -196,8 +196,8 @@ struct ControlServerTests {
         let server = try ControlServer(path: directory.socket(), configuration: configuration, handler: StubHandler().handler)
         defer { server.stop() }
 
-        let base = "{\"command\":\"status\",\"pad\":\"\"}"
-        let exact = "{\"command\":\"status\",\"pad\":\"" + String(repeating: "y", count: 100 - base.count) + "\"}"
+        let base = "{\"command\":\"status\"}"
+        let exact = "{\"command\":\"status\"" + String(repeating: " ", count: 100 - base.count) + "}"
         #expect(exact.utf8.count == 100)
         let path = server.path
         let lines = try await onThread {

@@ -28,6 +28,7 @@ struct ConfigurationFileTests {
             ("batch: {capacity: 1e300}", "batch.capacity: 1e300 is above the largest allowed value; use 1…100000000 fixes"),
             ("reduced: {interval: 1e300}", "reduced.interval: 1e300 is above the largest allowed value; use 0.1…604800 s"),
             ("lifecycle: {didEnterBackgroundBudget: -1}", "lifecycle.didEnterBackgroundBudget: -1 is negative"),
+            ("lifecycle: {gracePeriod: 5}", "lifecycle.gracePeriod is gone: a background app is no longer left running for a grace period"),
             ("control: {stallTimeout: .nan}", "control.stallTimeout: '.nan' is not a number"),
             // Found by the yaml-config fuzz target: a list or map as a key trapped in the YAML library.
             ("[]: \u{E1}[]", "a key is a list, not a name"),
