@@ -154,8 +154,14 @@ package final class LocationJournal: Sendable {
             if info.st_size == 0 {
                 // Created but never given its header (a crash between the two): a journal with no records.
             } else if headerCount < magic.count || header != magic {
-                let aside = path + ".corrupt"
-                unlink(aside)
+                // A free name: an earlier file moved aside is evidence too, never overwritten.
+                var aside = path + ".corrupt"
+                var number = 1
+                var existing = stat()
+                while lstat(aside, &existing) == 0, number < 1000 {
+                    aside = path + ".corrupt.\(number)"
+                    number += 1
+                }
                 guard Glibc.rename(path, aside) == 0 else {
                     throw LocationError(.journalIO, "cannot move unreadable journal \(path) aside: \(String(cString: strerror(errno)))")
                 }

@@ -178,6 +178,20 @@ struct LocationJournalTests {
         #expect(FileManager.default.contents(atPath: path + ".corrupt") == Data("hello, not a journal".utf8))
     }
 
+    @Test("a second file that is not a journal is moved aside beside the first, which is kept")
+    func secondNotAJournalKeepsTheFirst() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        for text in ["first junk", "second junk"] {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let (journal, contents) = try LocationJournal.open(path: path)
+            #expect(contents.problem?.code == .journalCorrupt)
+            journal.close()
+        }
+        #expect(FileManager.default.contents(atPath: path + ".corrupt") == Data("first junk".utf8))
+        #expect(FileManager.default.contents(atPath: path + ".corrupt.1") == Data("second junk".utf8))
+    }
+
     @Test("an unwritable location is a journal-io error naming the path")
     func unwritable() {
         #expect {
