@@ -12,8 +12,9 @@ import Synchronization
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
 /// every event is written at once, GPX points included, so a file holds every point as soon as it is
-/// written. In GPX format locations form one track; other events go to standard error as text, so the GPX
-/// stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
+/// written. JSON lines carry every event, each typed. In text and GPX only the locations go to the
+/// output; the other events (state, batch, source, error lines) go to standard error as text, so a text
+/// output holds one line per location and a GPX output stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
 /// it is safe to call more than once.
 ///
 /// A path is opened itself (see `OutputFile`): never replaced, an existing file keeps its mode, owner and
@@ -156,11 +157,20 @@ package final class EventWriter: Sendable {
             guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
             switch format {
-            case .jsonl:
+            case .json:
                 JSONLineEncoder.append(event, to: &state.buffer)
             case .text:
-                state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
-                state.buffer.append(0x0A)
+                if case .location = event {
+                    state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
+                    state.buffer.append(0x0A)
+                } else {
+                    // Locations alone on the output (`watch --count 1 > pos.txt` holds one line); the
+                    // rest is commentary for the person watching. What is buffered goes first, so that a
+                    // terminal showing both shows them in order.
+                    flush(&state)
+                    Self.writeToStandardError(TextEventFormatter.line(event) + "\n")
+                    return state.failure != nil
+                }
             case .gpx:
                 if case .location(let location) = event {
                     do throws(GPXError) {
@@ -227,6 +237,8 @@ package final class EventWriter: Sendable {
 
     /// Writes to standard error without ever trapping (a closed stderr is not worth a crash).
     package static func writeToStandardError(_ text: String) {
+        // Closed by the caller: the descriptor's number now belongs to the runtime (see StandardStreams).
+        if StandardStreams.isErrorClosed { return }
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
