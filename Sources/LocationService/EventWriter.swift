@@ -60,6 +60,8 @@ package final class EventWriter: Sendable {
     /// The result of the GPX writer's last write, which its own error does not carry.
     private let lastGPXWrite = Locked(OutputFile.WriteResult.written)
     private let flushEachEvent: Bool
+    /// Written before each line on standard error: a progress display's line is cleared first.
+    private let commentaryPrefix: String
     /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete document
     /// at every moment (a kill -9 or a power cut leaves a valid file); the next point overwrites them.
     private let keepsDocumentClosed: Bool
@@ -68,10 +70,16 @@ package final class EventWriter: Sendable {
 
     /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
     /// if it cannot be opened (a directory, a read-only place, permission).
-    package init(format: OutputFormat, path: String?, flushEachEvent: Bool, creator: String = "locationctl") throws(LocationError) {
+    ///
+    /// With `clearsProgressLine`, each line on standard error first clears the terminal line, where a
+    /// progress display (`replay` on a terminal) may stand.
+    package init(
+        format: OutputFormat, path: String?, flushEachEvent: Bool, clearsProgressLine: Bool = false, creator: String = "locationctl"
+    ) throws(LocationError) {
         self.format = format
         self.path = path
         self.flushEachEvent = flushEachEvent
+        commentaryPrefix = clearsProgressLine ? "\r\u{1B}[K" : ""
         let output: OutputFile
         if let path { output = try OutputFile(path: path) } else { output = OutputFile() }
         self.output = output
@@ -168,7 +176,7 @@ package final class EventWriter: Sendable {
                     // rest is commentary for the person watching. What is buffered goes first, so that a
                     // terminal showing both shows them in order.
                     flush(&state)
-                    Self.writeToStandardError(TextEventFormatter.line(event) + "\n")
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
                     return state.failure != nil
                 }
             case .gpx:
@@ -183,7 +191,7 @@ package final class EventWriter: Sendable {
                         state.failure = Self.failureOf(output.writeProvisionally(tags), output)
                     }
                 } else {
-                    Self.writeToStandardError(TextEventFormatter.line(event) + "\n")
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
                 }
                 return state.failure != nil
             }

@@ -9,7 +9,7 @@ import LocationCore
 /// `±99999.9 m`, an altitude of `-9999.9` to `99999.9` m, a missing value, any correction status.
 ///
 /// ```
-/// 2024-05-01T06:00:00Z              52.520008 N   13.404954 E  alt    34.2 m  ±4.5 m        1.4 m/s   45.0°  3D  DGPS           9/14 sats
+/// 2024-05-01T06:00:00Z              52.520008 N     13.404954 E  alt    34.2 m  ±4.5 m          1.4 m/s    45.0°  3D  DGPS            9/14 sats
 /// ── state: background (executing in background, reduced accuracy)
 /// ── batch: 12 held fixes delivered (foreground)
 /// !! no-fix: no fix from gpsd localhost:2947 within 30 s

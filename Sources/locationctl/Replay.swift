@@ -61,7 +61,11 @@ struct Replay: AsyncParsableCommand {
         let writer: EventWriter
         // Paced, every event is written at once (a file holds every point as it is replayed); as fast as
         // possible, in large pieces.
-        do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast) } catch {
+        // A progress line on standard error while the output goes to a terminal or a file, never into a pipe.
+        let showsProgress = isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)
+        do throws(LocationError) {
+            writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast, clearsProgressLine: showsProgress)
+        } catch {
             throw CommandFailure.cannotCreate(error.message)
         }
         let driver = TrackTimeLifecycle(script: script)
@@ -75,7 +79,7 @@ struct Replay: AsyncParsableCommand {
         driver.drive(session.application)
         let manager = session.manager
 
-        let progress = ReplayProgress.start(enabled: isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)) {
+        let progress = ReplayProgress.start(enabled: showsProgress) {
             (writer.locationCount, driver.trackTime)
         }
         let interrupts = await Interrupts.install()
