@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import UnixSignals
 
 /// A failure that ends a command: one line on standard error and a sysexits code.
 package struct CommandFailure: Error, CustomStringConvertible {
@@ -7,6 +8,8 @@ package struct CommandFailure: Error, CustomStringConvertible {
     package var exitCode: Int32
     /// The line printed after the program name.
     package var message: String
+    /// Whether ``exit()`` leaves standard error alone (an interrupted run).
+    package var isSilent = false
 
     /// Creates a failure with a sysexits code and a message.
     package init(exitCode: Int32, message: String) {
@@ -30,6 +33,14 @@ package struct CommandFailure: Error, CustomStringConvertible {
     package static func noFix(_ message: String) -> CommandFailure { CommandFailure(exitCode: 75, message: message) }
     /// 77: this user may not use the service, such as another user's owner-only control socket.
     package static func noPermission(_ message: String) -> CommandFailure { CommandFailure(exitCode: 77, message: message) }
+    /// 128 + the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP): the command was interrupted after
+    /// completing its output. Silent, as a program ended by Ctrl-C is: the person or script that sent the
+    /// signal knows why.
+    package static func interrupted(by signal: UnixSignal) -> CommandFailure {
+        var failure = CommandFailure(exitCode: Interrupts.exitCode(for: signal), message: "interrupted by \(signal)")
+        failure.isSilent = true
+        return failure
+    }
 
     /// The exit code that goes with a location error.
     package static func from(_ error: LocationError) -> CommandFailure {
@@ -58,6 +69,7 @@ package struct CommandFailure: Error, CustomStringConvertible {
 
     /// Prints `program: message` on standard error and exits with the code.
     package func exit() -> Never {
+        if isSilent { Foundation.exit(exitCode) }
         let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
         // Messages quote files, receivers and the daemon: one line, with no control character let through.
         EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(message))\n")

@@ -9,6 +9,7 @@ import Foundation
 package enum CommandMain {
     /// Parses the arguments as `Root`, runs the command and exits: 0, or the failure's code after one line.
     package static func run<Root: ParsableCommand>(_ root: Root.Type) async -> Never {
+        StandardStreams.check()
         var command = parseOrExit(root)
         do {
             if var asynchronous = command as? any AsyncParsableCommand {

@@ -12,6 +12,11 @@ extension DaemonStatus {
         return line
     }
 
+    /// A state in the background as `status` shows it: running or not.
+    private static func backgroundDetail(_ state: ApplicationState) -> String {
+        state == .suspended ? "in the background, not running" : "executing in background"
+    }
+
     /// Aligned `label: value` lines for people.
     package var text: String {
         let fix: String
@@ -21,7 +26,7 @@ extension DaemonStatus {
             fix = "none yet"
         }
         let rows: [(String, String)] = [
-            ("state", state.rawValue + (executingInBackground ? " (executing in background)" : "")),
+            ("state", state.rawValue + (executingInBackground ? " (\(Self.backgroundDetail(state)))" : "")),
             ("policy", policy.rawValue),
             ("source", sourceLine),
             ("last fix", fix),

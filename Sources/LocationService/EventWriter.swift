@@ -12,8 +12,9 @@ import Synchronization
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
 /// every event is written at once, GPX points included, so a file holds every point as soon as it is
-/// written. In GPX format locations form one track; other events go to standard error as text, so the GPX
-/// stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
+/// written. JSON lines carry every event, each typed. In text and GPX only the locations go to the
+/// output; the other events (state, batch, source, error lines) go to standard error as text, so a text
+/// output holds one line per location and a GPX output stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
 /// it is safe to call more than once.
 ///
 /// A path is opened itself (see `OutputFile`): never replaced, an existing file keeps its mode, owner and
@@ -59,6 +60,8 @@ package final class EventWriter: Sendable {
     /// The result of the GPX writer's last write, which its own error does not carry.
     private let lastGPXWrite = Locked(OutputFile.WriteResult.written)
     private let flushEachEvent: Bool
+    /// Written before each line on standard error: a progress display's line is cleared first.
+    private let commentaryPrefix: String
     /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete document
     /// at every moment (a kill -9 or a power cut leaves a valid file); the next point overwrites them.
     private let keepsDocumentClosed: Bool
@@ -67,10 +70,16 @@ package final class EventWriter: Sendable {
 
     /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
     /// if it cannot be opened (a directory, a read-only place, permission).
-    package init(format: OutputFormat, path: String?, flushEachEvent: Bool, creator: String = "locationctl") throws(LocationError) {
+    ///
+    /// With `clearsProgressLine`, each line on standard error first clears the terminal line, where a
+    /// progress display (`replay` on a terminal) may stand.
+    package init(
+        format: OutputFormat, path: String?, flushEachEvent: Bool, clearsProgressLine: Bool = false, creator: String = "locationctl"
+    ) throws(LocationError) {
         self.format = format
         self.path = path
         self.flushEachEvent = flushEachEvent
+        commentaryPrefix = clearsProgressLine ? "\r\u{1B}[K" : ""
         let output: OutputFile
         if let path { output = try OutputFile(path: path) } else { output = OutputFile() }
         self.output = output
@@ -156,11 +165,20 @@ package final class EventWriter: Sendable {
             guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
             switch format {
-            case .jsonl:
+            case .json:
                 JSONLineEncoder.append(event, to: &state.buffer)
             case .text:
-                state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
-                state.buffer.append(0x0A)
+                if case .location = event {
+                    state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
+                    state.buffer.append(0x0A)
+                } else {
+                    // Locations alone on the output (`watch --count 1 > pos.txt` holds one line); the
+                    // rest is commentary for the person watching. What is buffered goes first, so that a
+                    // terminal showing both shows them in order.
+                    flush(&state)
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
+                    return state.failure != nil
+                }
             case .gpx:
                 if case .location(let location) = event {
                     do throws(GPXError) {
@@ -173,7 +191,7 @@ package final class EventWriter: Sendable {
                         state.failure = Self.failureOf(output.writeProvisionally(tags), output)
                     }
                 } else {
-                    Self.writeToStandardError(TextEventFormatter.line(event) + "\n")
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
                 }
                 return state.failure != nil
             }
@@ -227,6 +245,8 @@ package final class EventWriter: Sendable {
 
     /// Writes to standard error without ever trapping (a closed stderr is not worth a crash).
     package static func writeToStandardError(_ text: String) {
+        // Closed by the caller: the descriptor's number now belongs to the runtime (see StandardStreams).
+        if StandardStreams.isErrorClosed { return }
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

@@ -23,6 +23,8 @@ package final class LocationSession: Sendable {
     ///
     /// - Parameters:
     ///   - lifecycleClock: the application's clock (a replay's track time); the manager runs on real time.
+    ///   - showsLaunch: whether the state lines of the launch itself (up to `startState`) are emitted; a
+    ///     command printing text for people leaves them out, as they say nothing the command line did not.
     ///   - emit: receives every line, in order, on the manager's delivery (never concurrently).
     /// - Throws: ``LocationError/Code/journalIO`` when the journal cannot be opened or created;
     ///   ``LocationError/Code/invalidTransition`` for a start state that cannot be reached.
@@ -33,12 +35,13 @@ package final class LocationSession: Sendable {
         lifecycleClock: any Clock<Duration> = ContinuousClock(),
         logger: Logger = Logger(label: "location.manager"),
         now: @escaping @Sendable () -> Date = { Date() },
+        showsLaunch: Bool = true,
         emit: @escaping @Sendable (ControlEvent) -> Void
     ) throws(LocationError) {
         application = Application(configuration: settings.applicationConfiguration, clock: lifecycleClock)
         manager = try LocationManager(
             source: source, application: application, configuration: settings.managerConfiguration, logger: logger)
-        adapter = EventAdapter(now: now, emit: emit)
+        adapter = EventAdapter(now: now, hidingLaunchUpTo: showsLaunch ? nil : startState, emit: emit)
         manager.delegate = adapter
         // An app launched into the background with the background location mode is kept running by its
         // updates, as on iOS: they must be on when didEnterBackground returns, or it is suspended at once.
@@ -92,14 +95,19 @@ private final class EventAdapter: LocationManagerDelegate {
         var satellites: Int?
         /// Whether the command is ending (``LocationSession/finish(deliverHeld:)``).
         var isFinishing = false
+        /// While the launch's state lines are left out: the start state, whose line is the last one left out.
+        var hidingLaunchUpTo: ApplicationState?
     }
 
-    let record = Locked(Record())
+    let record: Locked<Record>
     let sourceStops = AsyncStream.makeStream(of: LocationSourceStatus.self)
     private let now: @Sendable () -> Date
     private let emit: @Sendable (ControlEvent) -> Void
 
-    init(now: @escaping @Sendable () -> Date, emit: @escaping @Sendable (ControlEvent) -> Void) {
+    init(now: @escaping @Sendable () -> Date, hidingLaunchUpTo: ApplicationState?, emit: @escaping @Sendable (ControlEvent) -> Void) {
+        var record = Record()
+        record.hidingLaunchUpTo = hidingLaunchUpTo
+        self.record = Locked(record)
         self.now = now
         self.emit = emit
     }
@@ -112,7 +120,13 @@ private final class EventAdapter: LocationManagerDelegate {
             for location in locations { emit(.location(location)) }
         case .lifecycle(let message):
             if message == .didSuspend, record.value.isFinishing { return }
-            emit(.state(message.resultingState))
+            let state = message.resultingState
+            let hidden = record.withLock { record -> Bool in
+                guard let last = record.hidingLaunchUpTo else { return false }
+                if state == last { record.hidingLaunchUpTo = nil }
+                return true
+            }
+            if !hidden { emit(.state(state)) }
         case .applicationStopped(let reason):
             // A purge sends no willTerminate, so no state line said so yet.
             if !reason.sentWillTerminate {

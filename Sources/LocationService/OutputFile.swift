@@ -57,7 +57,9 @@ package struct OutputFile: Sendable {
     /// Writes all of `bytes` to an open descriptor, retrying after interruptions; a reader that went away
     /// (EPIPE) is told apart from a failed write.
     package static func write(_ bytes: [UInt8], to descriptor: Int32) -> WriteResult {
-        bytes.withUnsafeBytes { raw in
+        // Closed by the caller (`>&-`): descriptor 1 is the runtime's now, never ours to write.
+        if descriptor == STDOUT_FILENO, StandardStreams.isOutputClosed { return .failed("it is closed") }
+        return bytes.withUnsafeBytes { raw -> WriteResult in
             var offset = 0
             while offset < raw.count {
                 let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)

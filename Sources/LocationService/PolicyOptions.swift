@@ -44,5 +44,4 @@ package enum Switch: String, ExpressibleByArgument, CaseIterable, Sendable {
     case off
 }
 
-extension OutputFormat: ExpressibleByArgument {}
 extension AccuracyPolicy: ExpressibleByArgument {}

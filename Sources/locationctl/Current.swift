@@ -32,12 +32,8 @@ struct Current: AsyncParsableCommand {
     /// Metres wanted, checked.
     private var accuracy: Double? { get throws(CommandFailure) { try accuracyArgument?.value(in: .distance, for: "--accuracy") } }
 
-    @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
-    var format: CurrentFormat = .text
-
-    enum CurrentFormat: String, ExpressibleByArgument, CaseIterable {
-        case text, json
-    }
+    @Option(help: OutputFormat.help([.text, .json, .gpx]))
+    var format: OutputFormat = .text
 
     func validate() throws {
         if gpsdOptions.isSet, daemon.socket != nil {
@@ -51,11 +47,26 @@ struct Current: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingFailures {
+            signal(SIGPIPE, SIG_IGN)
             let location = try await locate()
             switch format {
             case .text: print(TextEventFormatter.line(location))
+            // One object, the location's fields (no "type": there is nothing else it could be).
             case .json: print(String(decoding: JSONLineEncoder.object(location), as: UTF8.self))
+            case .gpx: try writeGPX(location)
             }
+        }
+    }
+
+    /// The location as a GPX document of one track point, on standard output.
+    private func writeGPX(_ location: Location) throws(CommandFailure) {
+        let writer: EventWriter
+        do throws(LocationError) { writer = try EventWriter(format: .gpx, path: nil, flushEachEvent: false) } catch {
+            throw CommandFailure.cannotCreate(error.message)
+        }
+        writer.write(.location(location))
+        do throws(EventWriter.Failure) { try writer.finish() } catch {
+            if let failure = CommandFailure.from(error) { throw failure }
         }
     }
 

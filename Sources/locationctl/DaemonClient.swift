@@ -164,6 +164,7 @@ enum DaemonClient {
         reader.cancel()
         client.close()
         if outcome == .done, limits.reachedCount { return nil }
+        if case .interrupted(let signal) = outcome { return .interrupted(by: signal) }
         return outcome == .done ? problem.value : nil
     }
 }

@@ -14,8 +14,13 @@ struct LocationCtl: AsyncParsableCommand {
             73 output file cannot be created, 74 output cannot be written (a full disk), 75 no fix within \
             the timeout, 77 not allowed to use locationd's socket. --output opens the path itself: an \
             existing file keeps its mode and links, a new one is created 0600, a FIFO or device is written to. \
-            SIGINT, SIGTERM and SIGHUP end a command cleanly, completing a GPX document.
+            SIGINT, SIGTERM and SIGHUP end a command cleanly, completing its output (a GPX document stays \
+            valid), and exit 130, 143 and 129 (128 + the signal, as a shell reports it), so that a script \
+            can tell an interrupted run from a finished one; a watch ended by --count or --duration exits 0. \
+            --format is text, json or gpx on every command that prints locations (json: JSON lines for a \
+            stream, one object for current; jsonl is accepted as another name for json).
             """,
+        version: ServiceVersion.string,
         subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self, Plot.self]
     )
 

@@ -13,7 +13,7 @@ struct Plot: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Draw a GPX track or locationctl's JSON lines as an SVG picture.",
         discussion: """
-            The input is a GPX file or the JSON lines that replay and watch print with --format jsonl \
+            The input is a GPX file or the JSON lines that replay and watch print with --format json \
             (told apart by content); - reads standard input. The track is drawn on a local flat projection \
             around its centre, with a scale bar, a north arrow, a title (name, points, time span, distance) \
             and a legend. From JSON lines the line is coloured by lifecycle phase (foreground, background, \

@@ -18,7 +18,9 @@ struct Replay: AsyncParsableCommand {
             held from the moment the app enters the background and arrive as one batch on its return to \
             the foreground; with --background-location on they are delivered live, suspended or not. When \
             the replay ends while fixes are still held, the app returns to the foreground so that nothing \
-            is lost.
+            is lost. A replay ended by a signal completes its output (a GPX \
+            file stays valid) and exits 130 after SIGINT (Ctrl-C), 143 after SIGTERM, 129 after SIGHUP. \
+            In text, locations go to standard output and state, batch and error lines to standard error.
             """)
 
     @Argument(help: ArgumentHelp("The GPX file to play; - reads standard input.", valueName: "FILE.gpx"))
@@ -32,7 +34,7 @@ struct Replay: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Lifecycle changes in track time, e.g. 120s:background,240s:suspended,480s:active.", valueName: "SCRIPT"))
     var lifecycle: String?
 
-    @Option(help: ArgumentHelp("Output format.", valueName: "text|jsonl|gpx"))
+    @Option(help: OutputFormat.help([.text, .json, .gpx]))
     var format: OutputFormat = .text
 
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
@@ -59,7 +61,11 @@ struct Replay: AsyncParsableCommand {
         let writer: EventWriter
         // Paced, every event is written at once (a file holds every point as it is replayed); as fast as
         // possible, in large pieces.
-        do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast) } catch {
+        // A progress line on standard error while the output goes to a terminal or a file, never into a pipe.
+        let showsProgress = isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)
+        do throws(LocationError) {
+            writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast, clearsProgressLine: showsProgress)
+        } catch {
             throw CommandFailure.cannotCreate(error.message)
         }
         let driver = TrackTimeLifecycle(script: script)
@@ -67,12 +73,13 @@ struct Replay: AsyncParsableCommand {
         do { replay = try GPXReplaySource(path: file, options: options) } catch { throw CommandFailure.usage(error.message) }
         let session = try LocationSession(
             source: driver.drivingLifecycle(of: replay), settings: settings,
-            startState: policy == .reduced ? .background : .active, lifecycleClock: driver.clock
+            startState: policy == .reduced ? .background : .active, lifecycleClock: driver.clock,
+            showsLaunch: format == .json
         ) { event in writer.write(event) }
         driver.drive(session.application)
         let manager = session.manager
 
-        let progress = ReplayProgress.start(enabled: isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)) {
+        let progress = ReplayProgress.start(enabled: showsProgress) {
             (writer.locationCount, driver.trackTime)
         }
         let interrupts = await Interrupts.install()
@@ -83,8 +90,8 @@ struct Replay: AsyncParsableCommand {
                 return .ended
             }
             group.addTask {
-                for await _ in interrupts { return .interrupted }
-                return .interrupted
+                for await signal in interrupts { return .interrupted(signal) }
+                return .interrupted(.sigterm)
             }
             group.addTask {
                 for await _ in writer.stops { return .outputStopped }
@@ -106,10 +113,12 @@ struct Replay: AsyncParsableCommand {
         if outcome == .failed, let error = session.sourceFailure {
             throw error.code == .sourceUnavailable ? CommandFailure.missingInput(error.message) : .badData(error.message)
         }
+        // The output is complete (a GPX document closed), but the replay did not reach its end: say so.
+        if case .interrupted(let signal) = outcome { throw CommandFailure.interrupted(by: signal) }
     }
 }
 
 /// How a replay ended.
-enum ReplayOutcome: Sendable {
-    case ended, failed, interrupted, outputStopped
+enum ReplayOutcome: Sendable, Equatable {
+    case ended, failed, interrupted(UnixSignal), outputStopped
 }

@@ -19,8 +19,8 @@ struct State: AsyncParsableCommand {
 
     @OptionGroup var daemon: DaemonOptions
 
-    @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
-    var format: StatusFormat = .text
+    @Option(help: ReportFormat.help)
+    var format: ReportFormat = .text
 
     enum TargetState: String, ExpressibleByArgument, CaseIterable {
         case active, inactive, background, suspended
@@ -49,7 +49,8 @@ struct State: AsyncParsableCommand {
             }
             switch format {
             case .text:
-                print("\(state.rawValue) (\(background ? "executing in background" : "foreground"), \(policy.rawValue) accuracy)")
+                let place = state == .suspended ? "in the background, not running" : background ? "executing in background" : "foreground"
+                print("\(state.rawValue) (\(place), \(policy.rawValue) accuracy)")
             case .json:
                 var line: [UInt8] = []
                 JSONLineEncoder.append(.state(state), to: &line)
@@ -57,9 +58,4 @@ struct State: AsyncParsableCommand {
             }
         }
     }
-}
-
-/// `text` or `json`.
-enum StatusFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json
 }

@@ -11,8 +11,8 @@ struct Status: AsyncParsableCommand {
 
     @OptionGroup var daemon: DaemonOptions
 
-    @Option(help: ArgumentHelp("Output format.", valueName: "text|json"))
-    var format: StatusFormat = .text
+    @Option(help: ReportFormat.help)
+    var format: ReportFormat = .text
 
     func run() async throws {
         try await runReportingFailures {

@@ -13,8 +13,12 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             With --gpsd (default localhost:2947) a location manager reads gpsd directly, under the high \
             policy or, with --policy reduced, as a background app. With --socket it prints locationd's \
-            event stream. Ends after --count locations, after --duration seconds, or on Ctrl-C; a GPX \
-            output is completed either way. Exits 69 when gpsd or locationd cannot be reached.
+            event stream. Ends after --count locations, after --duration seconds (exit 0 either way), or \
+            on a signal: 130 after SIGINT (Ctrl-C), 143 after SIGTERM, 129 after SIGHUP, so that a script \
+            can tell an interrupted watch from a finished one; a GPX output is completed in every case. \
+            In text, locations go to standard output and state, batch, source and error lines to standard \
+            error (watch --count 1 > pos.txt writes one line); JSON lines carry every event on standard \
+            output. Exits 69 when gpsd or locationd cannot be reached.
             """)
 
     @OptionGroup var gpsdOptions: GPSDOptions
@@ -38,7 +42,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("high: foreground app; reduced: background app (with gpsd).", valueName: "high|reduced"))
     var policy: AccuracyPolicy = .high
 
-    @Option(help: ArgumentHelp("Output format.", valueName: "text|jsonl|gpx"))
+    @Option(help: OutputFormat.help([.text, .json, .gpx]))
     var format: OutputFormat = .text
 
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
@@ -94,7 +98,8 @@ struct Watch: AsyncParsableCommand {
         try gpsdOptions.apply(to: &settings)
         let source = try GPSDLocationSource(configuration: settings.gpsdConfiguration)
         let session = try LocationSession(
-            source: source, settings: settings, startState: policy == .reduced ? .background : .active
+            source: source, settings: settings, startState: policy == .reduced ? .background : .active,
+            showsLaunch: format == .json
         ) { event in
             limits.handle(event) { writer.write($0) }
         }
@@ -106,13 +111,14 @@ struct Watch: AsyncParsableCommand {
         if outcome == .unreachable, let error = limits.firstError {
             return .unavailable(error.message)
         }
+        if case .interrupted(let signal) = outcome { return .interrupted(by: signal) }
         return nil
     }
 }
 
 /// Counts delivered locations for `--count`, notices an unreachable source, and ends the watch.
 final class WatchLimits: Sendable {
-    enum Outcome: Sendable { case done, interrupted, unreachable, timedOut }
+    enum Outcome: Sendable, Equatable { case done, interrupted(UnixSignal), unreachable, timedOut }
 
     private struct State {
         var locations = 0
@@ -174,8 +180,8 @@ final class WatchLimits: Sendable {
                 return .done
             }
             group.addTask {
-                for await _ in interrupts { return .interrupted }
-                return .interrupted
+                for await signal in interrupts { return .interrupted(signal) }
+                return .interrupted(.sigterm)
             }
             if let duration {
                 group.addTask {

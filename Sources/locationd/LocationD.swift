@@ -26,8 +26,11 @@ struct LocationD: AsyncParsableCommand {
             Every number has a documented range (shown with each flag); a value outside it, in a flag, a \
             LOCATIOND_* variable or the configuration file, exits 64 naming where it came from. \
             --check-config checks all of it and exits without starting.
-            Exit codes: 0 ok, 64 usage, 66 replay file missing, 73 socket or journal cannot be created.
-            """)
+            Exit codes: 0 ok, also after a graceful stop on SIGTERM, SIGINT or SIGHUP (a service that \
+            stopped when asked has not failed; systemd expects 0), 64 usage, 66 replay file missing, 73 \
+            socket or journal cannot be created.
+            """,
+        version: ServiceVersion.string)
 
     @OptionGroup var gpsdOptions: GPSDOptions
 

@@ -10,7 +10,7 @@ struct CommandLinePlotTests {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 300)
         let replay = try Tool.run(
-            "locationctl", ["replay", track, "--fast", "--format", "jsonl", "--background-location", "off",
+            "locationctl", ["replay", track, "--fast", "--format", "json", "--background-location", "off",
                             "--lifecycle", "60s:background,200s:active", "--output", directory.file("run.jsonl")], in: directory)
         #expect(replay.status == 0, "\(replay.stderr)")
         let plot = try Tool.run("locationctl", ["plot", "run.jsonl", "--output", "run.svg"], in: directory)

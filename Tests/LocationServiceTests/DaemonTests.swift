@@ -129,7 +129,7 @@ struct DaemonTests {
     func stateAndBatch() throws {
         let daemon = try RunningDaemon(extra: ["--reduced-interval", "10", "--background-location", "off"])
         let (watcher, out, _) = try Tool.start(
-            "locationctl", ["watch", "--socket", daemon.socket, "--format", "jsonl"], in: daemon.directory)
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json"], in: daemon.directory)
         defer { if watcher.isRunning { watcher.terminate() } }
         try daemon.waitForWatchers(1)
         // Without a background task or the background location mode, the app is suspended as soon as
@@ -156,7 +156,7 @@ struct DaemonTests {
         usleep(300_000)
         watcher.interrupt()
         watcher.waitUntilExit()
-        #expect(watcher.terminationStatus == 0)
+        #expect(watcher.terminationStatus == 130, "SIGINT ended the watch")
         let objects = try jsonObjects((try String(contentsOfFile: out, encoding: .utf8)).split(separator: "\n").map(String.init))
         let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
         #expect(states.starts(with: ["active", "inactive", "background", "suspended", "inactive", "active"]))
@@ -205,7 +205,7 @@ struct DaemonTests {
     func manyWatchers() throws {
         let daemon = try RunningDaemon()
         let watchers = try (0..<20).map { _ in
-            try Tool.start("locationctl", ["watch", "--socket", daemon.socket, "--format", "jsonl", "--count", "5"], in: daemon.directory)
+            try Tool.start("locationctl", ["watch", "--socket", daemon.socket, "--format", "json", "--count", "5"], in: daemon.directory)
         }
         for (index, (process, out, _)) in watchers.enumerated() {
             let deadline = Date().addingTimeInterval(30)

@@ -28,10 +28,10 @@ struct ExtremeTimeReplayTests {
     @Test(
         "times from year 0001 to 9999 replay in every format, with and without a lifecycle, never trapping",
         arguments: [
-            ["--format", "text"], ["--format", "jsonl"], ["--format", "gpx"],
-            ["--format", "jsonl", "--lifecycle", "0s:background,10s:suspended"],
-            ["--format", "jsonl", "--lifecycle", "99999999999s:background"],
-            ["--format", "jsonl", "--policy", "reduced", "--max-gap", "1e12"],
+            ["--format", "text"], ["--format", "json"], ["--format", "gpx"],
+            ["--format", "json", "--lifecycle", "0s:background,10s:suspended"],
+            ["--format", "json", "--lifecycle", "99999999999s:background"],
+            ["--format", "json", "--policy", "reduced", "--max-gap", "1e12"],
         ])
     func wholeCalendarReplays(extra: [String]) throws {
         let directory = TemporaryDirectory()
@@ -50,7 +50,7 @@ struct ExtremeTimeReplayTests {
         let path = directory.file("zero.gpx")
         try Data(Self.wholeCalendar.replacingOccurrences(of: "0001-01-01T00:00:00Z", with: "0000-01-01T00:00:00Z").utf8)
             .write(to: URL(fileURLWithPath: path))
-        for format in ["text", "jsonl"] {
+        for format in ["text", "json"] {
             let result = try Tool.run("locationctl", ["replay", path, "--fast", "--format", format], in: directory)
             #expect(result.status == 0 && result.stdout.contains("0000-01-01T00:00:00Z"), "\(format): \(result.stderr)")
         }

@@ -20,7 +20,7 @@ struct FixQualityServiceTests {
     @Test("a text line shows the correction status and satellites used of those in view")
     func textLine() {
         let line = TextEventFormatter.line(Self.rtkFix)
-        #expect(line.hasSuffix("3D  RTK fixed  11/17 sats"), "\(line)")
+        #expect(line.hasSuffix("3D  RTK fixed      11/17 sats"), "the status padded to the longest label: \(line)")
         var plain = LocationFixtures.walk(3)
         plain.satellitesUsed = 9
         #expect(TextEventFormatter.line(plain).hasSuffix("3D   9 sats"), "\(TextEventFormatter.line(plain))")

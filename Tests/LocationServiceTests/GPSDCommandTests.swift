@@ -37,7 +37,7 @@ struct GPSDCommandTests {
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
-            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--count", "3", "--format", "jsonl"],
+            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--count", "3", "--format", "json"],
             timeout: 60, in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let locations = try jsonObjects(result.lines).filter { $0["type"] as? String == "location" }

@@ -31,7 +31,7 @@ struct GPSDRestartTests {
     func watchThroughRestarts() throws {
         try Self.withRestartableGPSD { gpsd, directory in
             try Self.withTool(
-                "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "jsonl"] + Self.backoffFlags,
+                "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "json"] + Self.backoffFlags,
                 in: directory
             ) { watcher, out, err in
                 let log = EventLog(path: out)
@@ -39,7 +39,7 @@ struct GPSDRestartTests {
                 watcher.interrupt()
                 watcher.waitUntilExit()
                 let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
-                #expect(watcher.terminationStatus == 0, "locationctl watch ended badly: \(stderr)")
+                #expect(watcher.terminationStatus == 130, "locationctl watch ended by SIGINT, or badly: \(stderr)")
                 Self.check(log, port: gpsd.port)
                 Self.summarise("watch", recoveries)
             }
@@ -60,7 +60,7 @@ struct GPSDRestartTests {
                     usleep(20_000)
                 }
                 try #require(daemon.isRunning, "locationd did not start: \((try? String(contentsOfFile: daemonErr, encoding: .utf8)) ?? "")")
-                try Self.withTool("locationctl", ["watch", "--socket", socket, "--format", "jsonl"], in: directory) { watcher, out, _ in
+                try Self.withTool("locationctl", ["watch", "--socket", socket, "--format", "json"], in: directory) { watcher, out, _ in
                     let log = EventLog(path: out)
                     let recoveries = try Self.restart(gpsd, log: log) { daemon.isRunning && watcher.isRunning }
 
@@ -75,7 +75,7 @@ struct GPSDRestartTests {
 
                     watcher.interrupt()
                     watcher.waitUntilExit()
-                    #expect(watcher.terminationStatus == 0)
+                    #expect(watcher.terminationStatus == 130, "SIGINT ended the watch")
                     daemon.terminate()
                     daemon.waitUntilExit()
                     #expect(daemon.terminationStatus == 0, "locationd shut down cleanly")

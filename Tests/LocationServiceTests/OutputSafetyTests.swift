@@ -34,7 +34,7 @@ struct OutputSafetyTests {
         let symbolic = directory.file("current.jsonl")
         try FileManager.default.createSymbolicLink(atPath: symbolic, withDestinationPath: existing)
 
-        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "jsonl", "--output", symbolic], in: directory)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--output", symbolic], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(Self.mode(existing) == 0o640)
         #expect(Self.links(existing) == 2)
@@ -74,7 +74,7 @@ struct OutputSafetyTests {
     func fullDeviceIsExit74() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 50)
-        for format in ["text", "jsonl", "gpx"] {
+        for format in ["text", "json", "gpx"] {
             let toFile = try Tool.run("locationctl", ["replay", track, "--fast", "--format", format, "--output", "/dev/full"], in: directory)
             #expect(toFile.status == 74, "\(format): \(toFile.stderr)")
             #expect(toFile.stderr.hasSuffix("locationctl: cannot write to /dev/full: No space left on device\n"), "\(toFile.stderr)")
@@ -92,7 +92,7 @@ struct OutputSafetyTests {
     func closedPipeEndsQuietly() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 2_000)  // 2,000 s of track: 20 s at --speed 100 if nothing stopped it
-        for arguments in [["--fast"], ["--speed", "100"], ["--fast", "--format", "gpx"], ["--speed", "100", "--format", "jsonl"]] {
+        for arguments in [["--fast"], ["--speed", "100"], ["--fast", "--format", "gpx"], ["--speed", "100", "--format", "json"]] {
             let started = Date()
             let result = try Tool.run(
                 "/bin/bash", ["-c", "\"$0\" replay \"$1\" \(arguments.joined(separator: " ")) | head -3 > /dev/null; exit ${PIPESTATUS[0]}",
@@ -141,7 +141,7 @@ struct OutputSafetyTests {
         #expect(after.map(\.timestamp) == Array(LocationFixtures.walk(count: after.count).map(\.timestamp)))
     }
 
-    @Test("SIGHUP, SIGTERM and SIGINT complete the GPX document", arguments: [SIGHUP, SIGTERM, SIGINT])
+    @Test("SIGHUP, SIGTERM and SIGINT complete the GPX document and exit 128 + the signal", arguments: [SIGHUP, SIGTERM, SIGINT])
     func hangupCompletesTheDocument(signal: Int32) throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 600)
@@ -156,7 +156,7 @@ struct OutputSafetyTests {
         }
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 128 + signal)
         let text = try String(contentsOfFile: output, encoding: .utf8)
         #expect(text.hasSuffix("</gpx>\n") && text.components(separatedBy: "</gpx>").count == 2)
         #expect(try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint]).count >= 3)
@@ -172,7 +172,7 @@ struct OutputSafetyTests {
         let result = try Tool.run(
             "locationctl",
             ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--policy", "reduced", "--background-location", "off",
-             "--reduced-interval", "1", "--duration", "8", "--format", "jsonl"],
+             "--reduced-interval", "1", "--duration", "8", "--format", "json"],
             timeout: 60, in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let objects = try jsonObjects(result.lines)

@@ -10,7 +10,7 @@ struct ReplayCommandTests {
     func jsonl() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 300)
-        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "jsonl"], in: directory)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json"], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let objects = try jsonObjects(result.lines)
         let locations = objects.filter { $0["type"] as? String == "location" }
@@ -53,7 +53,7 @@ struct ReplayCommandTests {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 600)
         let arguments = [
-            "replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "30", "--reduced-accuracy", "10",
+            "replay", track, "--fast", "--format", "json", "--reduced-interval", "30", "--reduced-accuracy", "10",
             "--lifecycle", "60s:background,120s:suspended,300s:active",
         ]
         let first = try Tool.run("locationctl", arguments, in: directory)
@@ -91,7 +91,7 @@ struct ReplayCommandTests {
         let result = try Tool.run(
             "locationctl",
             [
-                "replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "30", "--reduced-accuracy", "10",
+                "replay", track, "--fast", "--format", "json", "--reduced-interval", "30", "--reduced-accuracy", "10",
                 "--background-location", "on", "--lifecycle", "60s:background,120s:suspended,300s:active",
             ], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
@@ -129,7 +129,7 @@ struct ReplayCommandTests {
         let track = try directory.track(count: 200)
         let result = try Tool.run(
             "locationctl",
-            ["replay", track, "--fast", "--format", "jsonl", "--reduced-interval", "20", "--lifecycle", "100s:suspended"],
+            ["replay", track, "--fast", "--format", "json", "--reduced-interval", "20", "--lifecycle", "100s:suspended"],
             in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let objects = try jsonObjects(result.lines)
@@ -179,10 +179,15 @@ struct ReplayCommandTests {
         let resolved = arguments.map { $0 == "TRACK" ? track : $0 == "BROKEN" ? broken : $0 }
         let result = try Tool.run("locationctl", resolved, in: directory)
         #expect(result.status == status, "\(result.stderr)")
-        #expect(result.stderr == "locationctl: \(message.replacingOccurrences(of: "BROKEN", with: broken))\n")
+        // In text the replay's own lines (state changes, the source's error) come first on standard error;
+        // the failure is the one line naming the program, and the last.
+        let failure = "locationctl: \(message.replacingOccurrences(of: "BROKEN", with: broken))\n"
+        #expect(result.stderr.hasSuffix(failure), "\(result.stderr)")
+        #expect(result.stderr.components(separatedBy: "locationctl:").count == 2, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").dropLast().allSatisfy { $0.hasPrefix("── ") || $0.hasPrefix("!! ") }, "\(result.stderr)")
     }
 
-    @Test("Ctrl-C during a real-time replay ends cleanly with a complete GPX file")
+    @Test("Ctrl-C during a real-time replay ends with a complete GPX file and exit 130")
     func interruptKeepsGPXValid() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 3600)
@@ -195,7 +200,7 @@ struct ReplayCommandTests {
         }
         kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 130, "interrupted, not finished")
         let read = try GPXReader.readLocations(contentsOf: output)
         #expect(read.count > 0 && read.count < 3600)
     }
@@ -210,7 +215,7 @@ struct ReplayCommandTests {
     func realFiles(name: String) throws {
         let data = try #require(sharedGPXData)
         let directory = TemporaryDirectory()
-        let result = try Tool.run("locationctl", ["replay", data + "/" + name, "--fast", "--format", "jsonl"], in: directory)
+        let result = try Tool.run("locationctl", ["replay", data + "/" + name, "--fast", "--format", "json"], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let locations = try jsonObjects(result.lines).filter { $0["type"] as? String == "location" }
         #expect(!locations.isEmpty)

@@ -7,13 +7,18 @@ import Testing
     "locationctl watch while the receiver has no fix", .serialized,
     .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
 struct WaitingForFixCommandTests {
+    /// Runs the tool with standard error on its standard output: in text the lines about the receiver go to
+    /// standard error and the locations to standard output, and these tests read them in the order written.
+    static let bothStreams = ["/bin/sh", "-c", #"exec "$0" "$@" 2>&1"#, "{}"]
+
     @Test("a receiver that never fixes: watch says it is waiting for a fix, not a blank screen")
     func neverFixes() throws {
         let capture = try GPSDCommandTests.capture("skytraq.log")
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
-            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--duration", "4"], timeout: 60, in: directory)
+            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--duration", "4"], launcher: Self.bothStreams, timeout: 60,
+            in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         // After the lifecycle lines, the first thing said about the receiver.
         let said = result.lines.filter { !$0.hasPrefix("── state:") }
@@ -27,7 +32,8 @@ struct WaitingForFixCommandTests {
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let result = try Tool.run(
-            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--duration", "25"], timeout: 60, in: directory)
+            "locationctl", ["watch", "--gpsd", "127.0.0.1:\(gpsd.port)", "--duration", "25"], launcher: Self.bothStreams, timeout: 60,
+            in: directory)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.lines
         let waiting = lines.firstIndex { $0.hasPrefix("── waiting for a fix (") && $0.hasSuffix(" satellites seen)") }

@@ -1,0 +1,191 @@
+import Foundation
+import LocationControl
+import LocationCore
+import LocationService
+import LocationTesting
+import Testing
+
+/// What a Unix user expects of `locationctl` and `locationd` beside their neighbours: `--version`, one
+/// `--format` vocabulary, locations alone on standard output in text, exit codes that tell an interrupted
+/// run from a finished one, and help and text columns that read cleanly.
+@Suite("locationctl and locationd follow the conventions of command-line tools", .serialized)
+struct CommandConventionTests {
+    @Test("--version prints the one version string on both programs and exits 0")
+    func version() throws {
+        let directory = TemporaryDirectory()
+        for program in ["locationctl", "locationd"] {
+            let result = try Tool.run(program, ["--version"], in: directory)
+            #expect(result.status == 0, "\(program): \(result.stderr)")
+            #expect(result.stdout == ServiceVersion.string + "\n", "\(program): \(result.stdout)")
+            #expect(result.stderr.isEmpty)
+        }
+        #expect(ServiceVersion.string.split(separator: ".").count == 3)
+    }
+
+    @Test("--format json, its old name jsonl and JSON in capitals give the same replay, line for line")
+    func formatAliases() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 40)
+        let outputs = try ["json", "jsonl", "JSON"].map { format in
+            let result = try Tool.run(
+                "locationctl", ["replay", track, "--fast", "--format", format, "--lifecycle", "10s:suspended,20s:active"],
+                in: directory)
+            #expect(result.status == 0, "\(format): \(result.stderr)")
+            return result.stdout
+        }
+        #expect(outputs[0] == outputs[1] && outputs[1] == outputs[2])
+        let types = Set(try jsonObjects(outputs[0].split(separator: "\n").map(String.init)).compactMap { $0["type"] as? String })
+        #expect(types == ["state", "location", "batch"], "JSON lines keep every event on standard output, typed")
+    }
+
+    @Test(
+        "a --format that is empty, unknown, or not one the command writes is one usage line and exit 64",
+        arguments: [
+            (["replay", "TRACK", "--fast", "--format", ""], "''"),
+            (["watch", "--format", "xml"], "'xml'"),
+            (["current", "--format", "csv"], "'csv'"),
+            (["status", "--format", "gpx"], "'gpx'"),
+            (["state", "--format", "jsonlines"], "'jsonlines'"),
+        ])
+    func badFormat(arguments: [String], quoted: String) throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 3)
+        let result = try Tool.run("locationctl", arguments.map { $0 == "TRACK" ? track : $0 }, in: directory)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains(quoted) && result.stderr.contains("--format"), "\(result.stderr)")
+    }
+
+    @Test("in text, replay writes one line per location on standard output and the state and batch lines on standard error")
+    func textLocationsAloneOnStandardOutput() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 40)
+        let result = try Tool.run(
+            "locationctl", ["replay", track, "--fast", "--lifecycle", "10s:suspended,20s:active"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try Tool.run(
+            "locationctl", ["replay", track, "--fast", "--lifecycle", "10s:suspended,20s:active", "--format", "json"], in: directory)
+        let locations = try jsonObjects(json.lines).filter { $0["type"] as? String == "location" }.count
+        #expect(result.lines.count == locations && locations > 0, "\(result.stdout)")
+        #expect(result.lines.allSatisfy { $0.hasPrefix("2024-") }, "\(result.stdout)")
+        let commentary = result.stderr.split(separator: "\n").map(String.init)
+        #expect(commentary.contains { $0.hasPrefix("── state: suspended (in the background, not running") }, "\(result.stderr)")
+        #expect(commentary.contains { $0.hasPrefix("── batch: ") }, "\(result.stderr)")
+    }
+
+    @Test("standard error closed (2>&-): the output is whole and exit 0; standard output closed (>&-): exit 74 saying so")
+    func closedStandardStreams() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 40)
+        let output = directory.file("out.txt")
+        let arguments = ["replay", track, "--fast", "--lifecycle", "10s:suspended,20s:active"]
+        let noStandardError = try Tool.run(
+            "locationctl", arguments + ["--output", output], launcher: ["/bin/sh", "-c", #"exec "$0" "$@" 2>&-"#, "{}"], in: directory)
+        #expect(noStandardError.status == 0)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.hasPrefix("2024-") }, "nothing meant for standard error landed in the file")
+        let noStandardOutput = try Tool.run(
+            "locationctl", arguments, launcher: ["/bin/sh", "-c", #"exec "$0" "$@" >&-"#, "{}"], in: directory)
+        #expect(noStandardOutput.status == 74)
+        #expect(noStandardOutput.stderr.hasSuffix("locationctl: cannot write to standard output: it is closed\n"), "\(noStandardOutput.stderr)")
+    }
+
+    @Test("watch --count 1 > file holds exactly one line, the location, and exits 0")
+    func watchCountOneWritesOneLine() throws {
+        let daemon = try RunningDaemon()
+        let result = try daemon.ctl(["watch", "--count", "1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.lines.count == 1, "\(result.stdout)")
+        #expect(result.stdout.hasPrefix("2024-") && result.stdout.contains(" m/s"), "a location line: \(result.stdout)")
+        #expect(result.stderr.hasPrefix("── state: active"), "the state line is on standard error: \(result.stderr)")
+    }
+
+    @Test("watch ended by SIGINT, SIGTERM or SIGHUP exits 130, 143 or 129; ended by --duration it exits 0", arguments: [SIGINT, SIGTERM, SIGHUP])
+    func watchInterrupted(signal: Int32) throws {
+        let daemon = try RunningDaemon()
+        let (process, out, _) = try Tool.start("locationctl", ["watch", "--socket", daemon.socket, "--format", "json"], in: daemon.directory)
+        try daemon.waitForWatchers(1)
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 128 + signal)
+        let lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        #expect(try jsonObjects(lines).count == lines.count, "what was written is whole lines")
+
+        let timed = try daemon.ctl(["watch", "--duration", "0.5", "--format", "json"])
+        #expect(timed.status == 0, "\(timed.stderr)")
+    }
+
+    @Test("a replay interrupted as it starts, before its output began, still reads as interrupted to a shell", arguments: [SIGINT, SIGTERM])
+    func signalAtStartUp(signal: Int32) throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 600)
+        let (process, _, _) = try Tool.start(
+            "locationctl", ["replay", track, "--speed", "20", "--format", "gpx", "--output", directory.file("out.gpx")], in: directory)
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        // Before the handlers are installed the default action ends it (a shell reports 128 + the signal
+        // too); after, it completes its output and exits 128 + the signal. Never 0.
+        let killed = process.terminationReason == .uncaughtSignal && process.terminationStatus == signal
+        let exited = process.terminationReason == .exit && process.terminationStatus == 128 + signal
+        #expect(killed || exited, "\(process.terminationReason) \(process.terminationStatus)")
+    }
+
+    @Test("status and current in json leave slashes unescaped alike, and a suspended daemon reads as not running")
+    func daemonReports() throws {
+        let daemon = try RunningDaemon()
+        let status = try daemon.ctl(["status", "--format", "json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains(#""socket":"/"#) && !status.stdout.contains(#"\/"#), "\(status.stdout)")
+        let current = try daemon.ctl(["current", "--format", "jsonl", "--timeout", "10"])
+        #expect(current.status == 0, "\(current.stderr)")
+        #expect(!current.stdout.contains(#"\/"#), "\(current.stdout)")
+        let gpx = try daemon.ctl(["current", "--format", "gpx", "--timeout", "10"])
+        #expect(gpx.status == 0, "\(gpx.stderr)")
+        #expect(gpx.stdout.contains("<trkpt ") && gpx.stdout.hasSuffix("</gpx>\n"), "\(gpx.stdout)")
+
+        let suspended = try daemon.ctl(["state", "suspended"])
+        #expect(suspended.stdout == "suspended (in the background, not running, reduced accuracy)\n", "\(suspended.stdout)")
+        let text = try daemon.ctl(["status"])
+        #expect(text.stdout.contains("state:    suspended (in the background, not running)\n"), "\(text.stdout)")
+        #expect(daemon.stop() == 0, "a graceful stop on SIGTERM is 0 for the daemon")
+    }
+
+    @Test("no option's help states its default twice", arguments: ["current", "watch", "replay", "status", "state", "plot"])
+    func helpSaysEachDefaultOnce(subcommand: String) throws {
+        let directory = TemporaryDirectory()
+        let result = try Tool.run("locationctl", [subcommand, "--help"], in: directory)
+        #expect(result.status == 0)
+        // One option's help runs from its `  --name` line to the next.
+        let options = result.stdout.components(separatedBy: "\n  -").dropFirst()
+        for option in options {
+            let mentions = option.lowercased().components(separatedBy: "default").count - 1
+            #expect(mentions <= 1, "\(subcommand): \(option)")
+        }
+    }
+
+    @Test("text location lines stay aligned with the longest values a column can hold")
+    func textColumnsHoldTheLongestValues() {
+        let start = Date(timeIntervalSince1970: 1_714_543_200)
+        var plain = LocationFixtures.walk(0)
+        plain.correctionStatus = .gps
+        plain.satellitesUsed = 9
+        plain.satellitesVisible = 14
+        let longest = Location(
+            latitude: -89.9999999, longitude: -179.9999999, altitude: -9999.9, horizontalAccuracy: 9999.9, speed: 99999.9,
+            course: 359.9, timestamp: start.addingTimeInterval(0.1234567), fixMode: .threeDimensional,
+            correctionStatus: .simulated, satellitesUsed: 12, satellitesVisible: 24)
+        let empty = Location(latitude: 0, longitude: 0, timestamp: start.addingTimeInterval(0.123456789))
+        let lines = [plain, longest, empty].map(TextEventFormatter.line)
+        #expect(RFC3339.string(from: longest.timestamp).count > 24, "a time the old 24-character column could not hold")
+        func column(_ marker: String) -> [Int] {
+            lines.compactMap { line in line.range(of: marker).map { line.distance(from: line.startIndex, to: $0.lowerBound) } }
+        }
+        for marker in ["alt ", "±", " m/s"] {
+            #expect(Set(column(marker)).count == 1 && column(marker).count == 3, "\(marker): \(lines.joined(separator: "\n"))")
+        }
+        #expect(Set(column(" N") + column(" S")).count == 1, "\(lines.joined(separator: "\n"))")
+        #expect(Set(column(" E") + column(" W")).count == 1, "\(lines.joined(separator: "\n"))")
+        #expect(Set(column("/")).count == 1, "the satellites follow a correction status of any length: \(lines.joined(separator: "\n"))")
+    }
+}
