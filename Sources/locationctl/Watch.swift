@@ -12,7 +12,8 @@ struct Watch: AsyncParsableCommand {
         abstract: "Print live locations from gpsd or from locationd.",
         discussion: """
             With --gpsd (default localhost:2947) a location manager reads gpsd directly, under the high \
-            policy or, with --policy reduced, as a background app. With --socket it prints locationd's \
+            policy or, with --policy reduced, as a background app. With --socket, or when no gpsd option is \
+            given and locationd answers on its default socket (as for current), it prints locationd's \
             event stream. Ends after --count locations, after --duration seconds (exit 0 either way), or \
             on a signal: 130 after SIGINT (Ctrl-C), 143 after SIGTERM, 129 after SIGHUP, so that a script \
             can tell an interrupted watch from a finished one; a GPX output is completed in every case. \
@@ -67,9 +68,13 @@ struct Watch: AsyncParsableCommand {
             do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true) } catch {
                 throw CommandFailure.cannotCreate(error.message)
             }
+            // As `current` does: with no --socket and nothing that asks for gpsd itself (a gpsd flag, the
+            // reduced policy of a local manager), a daemon that answers on the default sockets is watched.
+            var daemonSocket = socket
+            if daemonSocket == nil { daemonSocket = try await listeningDaemon() }
             // Straight from gpsd, an unreachable gpsd ends the watch (exit 69); through the daemon it is a
             // line in the stream, and the watch goes on while the daemon reconnects.
-            let limits = WatchLimits(count: try count, endsWhenUnreachable: socket == nil)
+            let limits = WatchLimits(count: try count, endsWhenUnreachable: daemonSocket == nil)
             let duration = try self.duration
             // A reader that went away, or a failed write, ends the watch at once.
             let outputWatch = Task {
@@ -78,8 +83,8 @@ struct Watch: AsyncParsableCommand {
             defer { outputWatch.cancel() }
             let interrupts = await Interrupts.install()
             let failure: CommandFailure?
-            if let socket {
-                failure = try await DaemonClient.watch(socket: socket, writer: writer, limits: limits, interrupts: interrupts, duration: duration)
+            if let daemonSocket {
+                failure = try await DaemonClient.watch(socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             } else {
                 failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             }
@@ -89,6 +94,17 @@ struct Watch: AsyncParsableCommand {
             }
             if let failure { throw failure }
         }
+    }
+
+    /// The first default socket (LOCATIOND_SOCKET, the configuration's, the user's, the system's) on which
+    /// a daemon this user may use is listening, unless the options ask for gpsd itself.
+    private func listeningDaemon() async throws -> String? {
+        guard !gpsdOptions.isSet, policy == .high else { return nil }
+        let settings = try await policyOptions.resolve()
+        for candidate in ControlSocketChoice.resolve(flag: nil, settings: settings).candidates {
+            if (try? ControlClient(path: candidate)) != nil { return candidate }
+        }
+        return nil
     }
 
     private func watchGPSD(

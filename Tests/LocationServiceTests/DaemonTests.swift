@@ -111,6 +111,18 @@ struct DaemonTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket), "graceful shutdown removes the socket")
     }
 
+    @Test("watch with no --socket and no gpsd option watches the daemon on its default socket, as current asks it")
+    func watchFindsTheDaemon() throws {
+        let daemon = try RunningDaemon()
+        let result = try Tool.run(
+            "locationctl", ["watch", "--count", "1", "--format", "json"], environment: ["LOCATIOND_SOCKET": daemon.socket],
+            timeout: 30, in: daemon.directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let locations = try jsonObjects(result.lines).filter { $0["type"] as? String == "location" }
+        #expect(locations.count == 1)
+        #expect(locations.first?["source"] as? String == "walk.gpx", "the fix is the daemon's replay, not gpsd's")
+    }
+
     @Test("current prints one location from the daemon, as text or JSON")
     func current() throws {
         let daemon = try RunningDaemon()
