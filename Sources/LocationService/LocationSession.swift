@@ -25,6 +25,8 @@ package final class LocationSession: Sendable {
     ///   - lifecycleClock: the application's clock (a replay's track time); the manager runs on real time.
     ///   - showsLaunch: whether the state lines of the launch itself (up to `startState`) are emitted; a
     ///     command printing text for people leaves them out, as they say nothing the command line did not.
+    ///   - endsWithSource: whether the command ends when the source does (a replay): the suspension that
+    ///     the end of the updates causes is then left out, as the command's own ending is.
     ///   - emit: receives every line, in order, on the manager's delivery (never concurrently).
     /// - Throws: ``LocationError/Code/journalIO`` when the journal cannot be opened or created;
     ///   ``LocationError/Code/invalidTransition`` for a start state that cannot be reached.
@@ -36,12 +38,14 @@ package final class LocationSession: Sendable {
         logger: Logger = Logger(label: "location.manager"),
         now: @escaping @Sendable () -> Date = { Date() },
         showsLaunch: Bool = true,
+        endsWithSource: Bool = false,
         emit: @escaping @Sendable (ControlEvent) -> Void
     ) throws(LocationError) {
         application = Application(configuration: settings.applicationConfiguration, clock: lifecycleClock)
         manager = try LocationManager(
             source: source, application: application, configuration: settings.managerConfiguration, logger: logger)
-        adapter = EventAdapter(now: now, hidingLaunchUpTo: showsLaunch ? nil : startState, emit: emit)
+        adapter = EventAdapter(
+            now: now, hidingLaunchUpTo: showsLaunch ? nil : startState, endsWithSource: endsWithSource, emit: emit)
         manager.delegate = adapter
         // An app launched into the background with the background location mode is kept running by its
         // updates, as on iOS: they must be on when didEnterBackground returns, or it is suspended at once.
@@ -93,18 +97,26 @@ private final class EventAdapter: LocationManagerDelegate {
         var isWaiting = false
         /// The satellites in view while waiting, when known.
         var satellites: Int?
-        /// Whether the command is ending (``LocationSession/finish(deliverHeld:)``).
+        /// Whether the command is ending (``LocationSession/finish(deliverHeld:)``, or its source ended and
+        /// the command ends with it).
         var isFinishing = false
         /// While the launch's state lines are left out: the start state, whose line is the last one left out.
         var hidingLaunchUpTo: ApplicationState?
     }
 
     let record: Locked<Record>
+    /// Whether the command ends when its source does (a replay): the suspension that the end of the
+    /// updates causes is then the command ending, not news.
+    private let endsWithSource: Bool
     let sourceStops = AsyncStream.makeStream(of: LocationSourceStatus.self)
     private let now: @Sendable () -> Date
     private let emit: @Sendable (ControlEvent) -> Void
 
-    init(now: @escaping @Sendable () -> Date, hidingLaunchUpTo: ApplicationState?, emit: @escaping @Sendable (ControlEvent) -> Void) {
+    init(
+        now: @escaping @Sendable () -> Date, hidingLaunchUpTo: ApplicationState?, endsWithSource: Bool,
+        emit: @escaping @Sendable (ControlEvent) -> Void
+    ) {
+        self.endsWithSource = endsWithSource
         var record = Record()
         record.hidingLaunchUpTo = hidingLaunchUpTo
         self.record = Locked(record)
@@ -149,6 +161,7 @@ private final class EventAdapter: LocationManagerDelegate {
             let date = now()
             let line = record.withLock { record -> ControlEvent? in
                 record.outage.status(status, at: date)
+                if endsWithSource, status == .ended || status == .unavailable { record.isFinishing = true }
                 // The manager reports a source's fatal error just before the source becomes unavailable.
                 if status == .unavailable { record.sourceFailure = record.sourceFailure ?? record.lastError }
                 switch status {

@@ -74,7 +74,7 @@ struct Replay: AsyncParsableCommand {
         let session = try LocationSession(
             source: driver.drivingLifecycle(of: replay), settings: settings,
             startState: policy == .reduced ? .background : .active, lifecycleClock: driver.clock,
-            showsLaunch: format == .json
+            showsLaunch: format == .json, endsWithSource: true
         ) { event in writer.write(event) }
         driver.drive(session.application)
         let manager = session.manager
