@@ -150,10 +150,29 @@ package struct ServiceConfiguration: Sendable, Hashable {
         guard info.st_size <= largestFile else {
             throw LocationError(.invalidConfiguration, "configuration file \(path) is larger than \(largestFile) bytes")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw LocationError(.invalidConfiguration, "configuration file \(path) cannot be read: \(String(cString: strerror(errno)))")
+        // Read here rather than with FileManager, whose failed read (an unreadable file) leaks its buffer
+        // (found by LeakSanitizer).
+        func failure(_ number: Int32) -> LocationError {
+            LocationError(.invalidConfiguration, "configuration file \(path) cannot be read: \(String(cString: strerror(number)))")
         }
-        return String(decoding: data, as: UTF8.self)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { throw failure(errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while bytes.count <= largestFile {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure(errno)
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+        }
+        guard bytes.count <= largestFile else {
+            throw LocationError(.invalidConfiguration, "configuration file \(path) is larger than \(largestFile) bytes")
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads every key from `reader`.
