@@ -17,6 +17,46 @@ final class FakeGPSD: Sendable {
         guard GPSFakeProcess.isInstalled else { throw LocationError(.sourceUnavailable, "gpsfake is not installed") }
         fake = try GPSFakeProcess(capture: capture, options: ["-c", "0.05", "-W", "30"])
         try fake.waitUntilAccepting()
+        // gpsfake adds its device to gpsd a moment after gpsd accepts connections; a client that comes in
+        // between is told gpsd has no receiver. Wait until gpsd lists it.
+        Self.waitUntilDeviceListed(port: fake.port)
+    }
+
+    /// Asks gpsd for its devices until it lists one (at most 10 s; the test then says what it got).
+    private static func waitUntilDeviceListed(port: Int) {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if devicesReply(port: port).contains(#""devices":[{"#) { return }
+            usleep(50_000)
+        }
+    }
+
+    /// gpsd's reply to `?DEVICES;` (with its greeting before it), or what came within half a second.
+    private static func devicesReply(port: Int) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { return "" }
+        let request = Array("?DEVICES;\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .milliseconds(500)
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        while ContinuousClock.now < deadline, !String(decoding: reply, as: UTF8.self).contains(#""class":"DEVICES""#) {
+            guard poll(&fds, 1, 100) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            reply += buffer[..<count]
+        }
+        return String(decoding: reply, as: UTF8.self)
     }
 }
 
