@@ -51,7 +51,7 @@ struct ClockJumpTests {
         "a real gpsd restarted on an earlier capture (2026 → 2020): fixes resume within a few epochs, the jump back reported once",
         .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil, "needs gpsfake and ../shared/testdata/gpsd"), .timeLimit(.minutes(2)))
     func realGPSDRestartedOnAnEarlierCapture() async throws {
-        let first = try GPSFake(log: TestData.log("haicom-305N.log")!)
+        var first = try GPSFake(log: TestData.log("haicom-305N.log")!)
         defer { first.stop() }
         try await first.waitUntilAccepting()
         let source = try GPSDLocationSource(configuration: GPSDConfiguration(
@@ -60,8 +60,20 @@ struct ClockJumpTests {
         let recorder = EventRecorder()
         recorder.start(source)
         defer { Task { await recorder.stop() } }
-        let streaming = await recorder.wait(timeout: .seconds(30)) { $0.locations.count >= 5 }
-        try #require(streaming, "fixes flow from the first gpsd")
+        var streaming = await recorder.wait(timeout: .seconds(20)) { $0.locations.count >= 5 }
+        if !streaming, recorder.locations.isEmpty {
+            // Once in CI the first gpsd fed nothing in 30 s (its capture gone before the client watched, on a
+            // starved machine). That is not what this test is about: start it once more, on the same port,
+            // which the source reconnects to by itself, and say so.
+            print("ClockJumpTests: the first gpsd delivered no fix in 20 s (statuses \(recorder.statuses), errors \(recorder.errors)); starting it again")
+            first.stop()
+            first = try GPSFake(log: TestData.log("haicom-305N.log")!, port: first.port)
+            try await first.waitUntilAccepting()
+            streaming = await recorder.wait(timeout: .seconds(30)) { $0.locations.count >= 5 }
+        }
+        try #require(
+            streaming,
+            "fixes flow from the first gpsd: \(recorder.locations.count) fixes, statuses \(recorder.statuses), errors \(recorder.errors)")
         #expect(first.signalDaemon(SIGKILL))
         _ = await first.waitForExit(timeout: .seconds(10))
         first.stop()
