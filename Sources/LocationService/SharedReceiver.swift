@@ -1,0 +1,275 @@
+import LocationCore
+
+/// One receiver shared by many apps: the daemon's source runs once, at what the apps need together, and
+/// each app's ``LocationManager`` reads it through a ``Tap`` of its own.
+///
+/// The source runs
+/// - continuously while any tap asks for continuous updates (an app in the foreground, a pending request);
+/// - duty-cycled at the shortest interval, the best accuracy and the longest acquisition the taps ask for
+///   when every tap is duty-cycled (apps in the background);
+/// - not at all while no tap runs (for gpsd: the WATCH is off and the connection closed).
+///
+/// Each tap gets what its own mode allows from that one stream: a continuous tap every fix; a duty-cycled tap
+/// one fix per interval, the first that meets its accuracy (else the best seen within its acquisition
+/// timeout), taken from the fixes that arrive anyway, so an app in the background costs no acquisition of
+/// its own while another keeps the receiver running. Status, errors and satellite counts go to every tap.
+///
+/// A source that ends (a replay reached its end) ends every tap, and later taps end at once: it is never
+/// started again from its first point. A source that fails fails the taps running then; the next tap starts
+/// it again.
+package final class SharedReceiver: Sendable {
+    /// The receiver's source.
+    package let source: any LocationSource
+    private let clock: any Clock<Duration>
+    private let timeline: Timeline
+    private let state = Locked(State())
+
+    /// How a fix that arrives a little early still counts for a duty-cycled tap: fixes come at the
+    /// receiver's cadence, not exactly on each tap's interval.
+    private static let epoch: Duration = .seconds(1)
+
+    private struct TapState {
+        var mode: AcquisitionMode
+        var report: @Sendable (LocationSourceEvent) -> Void
+        var finish: @Sendable (Result<Void, any Error>) -> Void
+        /// A duty-cycled tap: when its last acquisition began (it is due one interval later).
+        var lastAcquisition: Duration?
+        /// A duty-cycled tap: when its current acquisition began, and what it has seen.
+        var window: (start: Duration, selector: AcquisitionSelector)?
+    }
+
+    private struct State {
+        var taps: [Int: TapState] = [:]
+        var nextID = 0
+        /// The running source's mode, context and task; nil while it does not run.
+        var mode: AcquisitionMode?
+        var context: LocationSourceContext?
+        var task: Task<Void, Never>?
+        var generation = 0
+        /// Whether the source ran out (it is not started again).
+        var ended = false
+        /// How often the source was started, for status and tests.
+        var starts = 0
+    }
+
+    /// Shares `source`; its runs are timed on `clock`.
+    package init(source: any LocationSource, clock: any Clock<Duration> = ContinuousClock()) {
+        self.source = source
+        self.clock = clock
+        self.timeline = Timeline(clock: clock)
+    }
+
+    /// A new tap: a ``LocationSource`` for one app's manager.
+    package func tap() -> Tap { Tap(receiver: self) }
+
+    /// The mode the source runs in now; `nil` while it is stopped.
+    package var mode: AcquisitionMode? { state.withLock { $0.mode } }
+
+    /// How many taps are running.
+    package var tapCount: Int { state.withLock { $0.taps.count } }
+
+    /// How many times the source was started.
+    package var starts: Int { state.withLock { $0.starts } }
+
+    /// Stops the source, whatever the taps want (the daemon is shutting down).
+    package func stop() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { (state.task, state.context, state.mode) = (nil, nil, nil) }
+            state.generation += 1
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    /// The mode that serves every tap: continuous if any is; else the shortest interval, the strictest
+    /// accuracy and the longest acquisition of the duty-cycled ones; nil without taps.
+    package static func combined(_ modes: some Sequence<AcquisitionMode>) -> AcquisitionMode? {
+        var cycle: DutyCycle?
+        for mode in modes {
+            switch mode {
+            case .continuous:
+                return .continuous
+            case .dutyCycled(let next):
+                guard var combined = cycle else {
+                    cycle = next
+                    continue
+                }
+                combined.interval = min(combined.interval, next.interval)
+                combined.acquisitionTimeout = max(combined.acquisitionTimeout, next.acquisitionTimeout)
+                if let accuracy = next.desiredAccuracy {
+                    combined.desiredAccuracy = min(combined.desiredAccuracy ?? accuracy, accuracy)
+                }
+                cycle = combined
+            }
+        }
+        return cycle.map { .dutyCycled($0) }
+    }
+
+    // MARK: - Taps
+
+    fileprivate func attach(
+        mode: AcquisitionMode, report: @escaping @Sendable (LocationSourceEvent) -> Void,
+        finish: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) -> Int? {
+        let id = state.withLock { state -> Int? in
+            if state.ended { return nil }
+            state.nextID += 1
+            state.taps[state.nextID] = TapState(mode: mode, report: report, finish: finish)
+            applyMode(&state)
+            return state.nextID
+        }
+        if id == nil { finish(.success(())) }
+        return id
+    }
+
+    fileprivate func setMode(_ mode: AcquisitionMode, of id: Int) {
+        state.withLock { state in
+            guard state.taps[id] != nil, state.taps[id]?.mode != mode else { return }
+            state.taps[id]?.mode = mode
+            state.taps[id]?.window = nil
+            applyMode(&state)
+        }
+    }
+
+    fileprivate func detach(_ id: Int) {
+        let tap = state.withLock { state -> TapState? in
+            defer { applyMode(&state) }
+            return state.taps.removeValue(forKey: id)
+        }
+        tap?.finish(.failure(CancellationError()))
+    }
+
+    /// Starts, changes or stops the source to serve the taps there are.
+    private func applyMode(_ state: inout State) {
+        let wanted = Self.combined(state.taps.values.map(\.mode))
+        guard let wanted else {
+            if let task = state.task {
+                task.cancel()
+                (state.task, state.context, state.mode) = (nil, nil, nil)
+                state.generation += 1
+            }
+            return
+        }
+        state.mode = wanted
+        if let context = state.context {
+            context.setMode(wanted)
+            return
+        }
+        state.generation += 1
+        state.starts += 1
+        let generation = state.generation
+        let context = LocationSourceContext(clock: clock, mode: wanted) { [weak self] event in
+            self?.fanOut(event, generation: generation)
+        }
+        state.context = context
+        let source = self.source
+        state.task = Task { [weak self] in
+            do {
+                try await source.run(context)
+                self?.sourceEnded(generation: generation, result: .success(()))
+            } catch is CancellationError {
+                return
+            } catch {
+                self?.sourceEnded(generation: generation, result: .failure(error))
+            }
+        }
+    }
+
+    private func sourceEnded(generation: Int, result: Result<Void, any Error>) {
+        let taps = state.withLock { state -> [TapState] in
+            guard state.generation == generation else { return [] }
+            (state.task, state.context, state.mode) = (nil, nil, nil)
+            if case .success = result { state.ended = true }
+            defer { state.taps.removeAll() }
+            return Array(state.taps.values)
+        }
+        for tap in taps { tap.finish(result) }
+    }
+
+    /// Hands one of the source's events to every tap, each as its mode allows. Called on the source's
+    /// reporting thread, one event at a time, so every tap sees the events in the source's order.
+    private func fanOut(_ event: LocationSourceEvent, generation: Int) {
+        let now = timeline.now
+        let deliveries = state.withLock { state -> [(@Sendable (LocationSourceEvent) -> Void, LocationSourceEvent)] in
+            guard state.generation == generation else { return [] }
+            guard case .location(let location) = event else {
+                return state.taps.values.map { ($0.report, event) }
+            }
+            let receiverMode = state.mode
+            var out: [(@Sendable (LocationSourceEvent) -> Void, LocationSourceEvent)] = []
+            for id in state.taps.keys.sorted() {
+                guard var tap = state.taps[id] else { continue }
+                if let chosen = Self.offer(location, at: now, to: &tap, receiverMode: receiverMode) {
+                    out.append((tap.report, .location(chosen)))
+                }
+                state.taps[id] = tap
+            }
+            return out
+        }
+        for (report, event) in deliveries { report(event) }
+    }
+
+    /// What a tap takes of one fix: every fix when continuous; when duty-cycled, once it is due, the first
+    /// that meets its accuracy or the best seen when its acquisition time is up.
+    private static func offer(
+        _ location: Location, at now: Duration, to tap: inout TapState, receiverMode: AcquisitionMode?
+    ) -> Location? {
+        guard case .dutyCycled(let cycle) = tap.mode else { return location }
+        // A duty-cycled receiver delivers one fix per acquisition, already the best it found: take it as
+        // this tap's acquisition when due. A continuous one delivers every epoch: a fix up to half its
+        // cadence early is still due.
+        let slack: Duration
+        let receiverAcquires: Bool
+        switch receiverMode {
+        case .dutyCycled(let receiverCycle)?:
+            slack = receiverCycle.interval / 2
+            receiverAcquires = true
+        default:
+            slack = epoch / 2
+            receiverAcquires = false
+        }
+        if let last = tap.lastAcquisition, now < last + cycle.interval - slack { return nil }
+        var window = tap.window ?? (start: now, selector: AcquisitionSelector(desiredAccuracy: cycle.desiredAccuracy))
+        let met = window.selector.offer(location)
+        guard met || receiverAcquires || now - window.start >= cycle.acquisitionTimeout else {
+            tap.window = window
+            return nil
+        }
+        tap.window = nil
+        tap.lastAcquisition = window.start
+        return window.selector.best
+    }
+
+    /// One app's view of the shared receiver: a ``LocationSource`` that runs as long as the app's manager
+    /// runs it, in the mode the manager asks for.
+    package struct Tap: LocationSource {
+        let receiver: SharedReceiver
+
+        /// The shared source's name.
+        package var name: String { receiver.source.name }
+
+        /// Joins the receiver until cancelled, or until the shared source ends or fails.
+        package func run(_ context: LocationSourceContext) async throws {
+            let id = Locked<Int?>(nil)
+            let receiver = self.receiver
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let once = Locked(false)
+                    let finish: @Sendable (Result<Void, any Error>) -> Void = { result in
+                        guard !once.withLock({ done in defer { done = true }; return done }) else { return }
+                        continuation.resume(with: result)
+                    }
+                    let attached = receiver.attach(
+                        mode: context.mode, report: { context.report($0) }, finish: finish)
+                    id.withLock { $0 = attached }
+                    guard let attached else { return }
+                    context.forwardModeChanges { mode in receiver.setMode(mode, of: attached) }
+                    // Cancelled before attaching: the cancellation handler found no id to detach.
+                    if Task.isCancelled { receiver.detach(attached) }
+                }
+            } onCancel: {
+                if let attached = id.value { receiver.detach(attached) }
+            }
+        }
+    }
+}
