@@ -35,6 +35,12 @@ public struct ControlConnection: Sendable, Identifiable, Hashable {
         core.state.withLock { $0.connections[id] != nil }
     }
 
+    /// The user id of the process at the other end (SO_PEERCRED, taken when it connected); `nil` once the
+    /// connection is closed or when the system did not say.
+    public var peerUID: UInt32? {
+        core.state.withLock { state in state.connections[id].flatMap { $0.peerUID == .max ? nil : $0.peerUID } }
+    }
+
     /// Whether the connection has become a watcher (its `watch` request was answered with success).
     public var isWatching: Bool {
         core.state.withLock { $0.connections[id]?.isWatcher ?? false }

@@ -69,6 +69,29 @@ public struct ControlReply: Sendable, Hashable {
         return member("status", json: object)
     }
 
+    /// `{"ok":true,"apps":[{...},...]}`: the answer to `apps`, each app's status as in ``status(_:)``.
+    public static func apps(_ statuses: [DaemonStatus]) -> ControlReply {
+        var list: [UInt8] = [UInt8(ascii: "[")]
+        for (index, status) in statuses.enumerated() {
+            let one = Self.status(status)
+            guard one.isSuccess else { return one }
+            // The status reply is {"ok":true,"status":OBJECT}\n: take OBJECT.
+            let prefix = Array(#"{"ok":true,"status":"#.utf8)
+            let object = one.line.dropFirst(prefix.count).dropLast(2)
+            if index > 0 { list.append(UInt8(ascii: ",")) }
+            list += object
+        }
+        list.append(UInt8(ascii: "]"))
+        return ControlReply(line: Array(#"{"ok":true,"apps":"#.utf8) + list + Array("}\n".utf8), isSuccess: true)
+    }
+
+    /// `{"ok":true,"app":…,"created":…,"state":…,"policy":…}`: the answer to `open`.
+    public static func opened(app: String, created: Bool, state: ApplicationState, policy: AccuracyPolicy) -> ControlReply {
+        let text = "{\"ok\":true,\"app\":\(JSONText.string(app)),\"created\":\(created),"
+            + "\"state\":\(JSONText.string(state.rawValue)),\"policy\":\(JSONText.string(policy.rawValue))}\n"
+        return ControlReply(line: Array(text.utf8), isSuccess: true)
+    }
+
     /// `{"ok":true,"status":{...}}` with a pre-encoded JSON object.
     ///
     /// Line breaks in `json` (legal only as whitespace between tokens) become spaces so the reply stays one

@@ -12,6 +12,10 @@ import LocationCore
 /// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
 /// | ``status`` | `{"command":"status"}` |
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
+/// | ``open(app:attach:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
+/// | ``apps`` | `{"command":"apps"}` |
+///
+/// Every request acts on the connection's app: `default` until an `open` names another.
 public enum ControlRequest: Sendable, Hashable {
     /// One location: the daemon's last fix if fresh and accurate enough, else the next one.
     ///
@@ -23,9 +27,42 @@ public enum ControlRequest: Sendable, Hashable {
     case status
     /// Turns the connection into a watcher that receives the daemon's event lines.
     case watch
+    /// Names the app the connection's later requests act on, creating its session if it is new.
+    ///
+    /// With `attach` the connection is the app itself: when it closes without the app having stopped, the
+    /// daemon treats the app as terminated while tracking and holds its fixes until it comes back.
+    ///
+    /// `policy` sets the app's own policy (``AppPolicy``); what it leaves out stays as it is.
+    case open(app: String, attach: Bool = false, policy: AppPolicy = AppPolicy())
+    /// Every app session the caller may see, with each one's status.
+    case apps
 
     /// The command names the protocol knows, in the order they are documented.
-    public static let commands = ["current", "state", "status", "watch"]
+    public static let commands = ["current", "state", "status", "watch", "open", "apps"]
+
+    /// The app a connection acts on until it opens another.
+    public static let defaultApp = "default"
+
+    /// The longest app id, in bytes.
+    public static let maxAppLength = 64
+
+    /// Checks an app id: 1 to 64 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-` (it names files).
+    public static func checkApp(_ app: String) throws(ControlError) {
+        let bytes = Array(app.utf8)
+        guard !bytes.isEmpty else { throw ControlError(.badRequest, "\"app\" must name an app, got an empty string") }
+        guard bytes.count <= maxAppLength else {
+            throw ControlError(.badRequest, "\"app\" is \(bytes.count) bytes long; at most \(maxAppLength) are allowed")
+        }
+        let allowed = { (byte: UInt8) -> Bool in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+        guard bytes.allSatisfy(allowed), bytes[0] != UInt8(ascii: "."), bytes[0] != UInt8(ascii: "-") else {
+            throw ControlError(
+                .badRequest,
+                "\"app\" \(JSONText.string(app)) may hold only letters, digits, '.', '_' and '-', and not start with '.' or '-'")
+        }
+    }
 
     /// The request's `command` string.
     public var command: String {
@@ -34,6 +71,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .state: "state"
         case .status: "status"
         case .watch: "watch"
+        case .open: "open"
+        case .apps: "apps"
         }
     }
 
@@ -88,6 +127,27 @@ public enum ControlRequest: Sendable, Hashable {
             self = .status
         case "watch":
             self = .watch
+        case "open":
+            guard let app = wire.app else { throw ControlError(.badRequest, "\"open\" needs \"app\", the app's id") }
+            try Self.checkApp(app)
+            var policy = AppPolicy(backgroundLocation: wire.backgroundLocation, updates: wire.updates)
+            do throws(LocationError) {
+                if let value = wire.accuracy { policy.desiredAccuracy = try ValueRange.distance.value(value, for: "\"accuracy\"") }
+                if let value = wire.distanceFilter {
+                    policy.distanceFilter = try ValueRange.distance.value(value, for: "\"distanceFilter\"")
+                }
+                if let value = wire.reducedInterval {
+                    policy.reducedInterval = try ValueRange.backgroundInterval.value(value, for: "\"reducedInterval\"")
+                }
+                if let value = wire.reducedAccuracy {
+                    policy.reducedAccuracy = try ValueRange.distance.value(value, for: "\"reducedAccuracy\"")
+                }
+            } catch {
+                throw ControlError(.badRequest, error.message)
+            }
+            self = .open(app: app, attach: wire.attach ?? false, policy: policy)
+        case "apps":
+            self = .apps
         default:
             throw ControlError(
                 .unknownCommand,
@@ -106,7 +166,11 @@ public enum ControlRequest: Sendable, Hashable {
             if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
         case .state(let target):
             if let target { text += ",\"set\":\(JSONText.string(target))" }
-        case .status, .watch:
+        case .open(let app, let attach, let policy):
+            text += ",\"app\":\(JSONText.string(app))"
+            if attach { text += ",\"attach\":true" }
+            text += policy.jsonMembers
+        case .status, .watch, .apps:
             break
         }
         text += "}\n"
@@ -116,7 +180,7 @@ public enum ControlRequest: Sendable, Hashable {
     /// The keys each command takes.
     private static let keys: [String: [String]] = [
         "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
-        "status": ["command"], "watch": ["command"],
+        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates"], "apps": ["command"],
     ]
 
     /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
@@ -141,6 +205,13 @@ public enum ControlRequest: Sendable, Hashable {
         var timeout: Double?
         var accuracy: Double?
         var set: String?
+        var app: String?
+        var attach: Bool?
+        var distanceFilter: Double?
+        var reducedInterval: Double?
+        var reducedAccuracy: Double?
+        var backgroundLocation: Bool?
+        var updates: Bool?
     }
 
     /// One line for a person out of a decoding error.
@@ -148,7 +219,7 @@ public enum ControlRequest: Sendable, Hashable {
         switch error {
         case .typeMismatch(let type, let context):
             if let key = context.codingPath.last?.stringValue {
-                return "\"\(key)\" has the wrong type; expected \(type == Double.self ? "a number" : "a string")"
+                return "\"\(key)\" has the wrong type; expected \(type == Double.self ? "a number" : type == Bool.self ? "true or false" : "a string")"
             }
             return "request must be a JSON object"
         case .dataCorrupted(let context):

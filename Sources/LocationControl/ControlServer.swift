@@ -49,15 +49,18 @@ public final class ControlServer: Sendable {
     ///   - path: The socket path; at most 107 bytes.
     ///   - configuration: Limits per connection and in total.
     ///   - handler: Answers requests.
+    ///   - onClose: Called once for each connection the server closes (the client left, failed or stalled),
+    ///     after it is gone; not for those closed by ``stop()``.
     /// - Throws: ``ControlError`` naming the path and the reason: `path-too-long`, `permission-denied`,
     ///   `already-listening` (another server answers on `path`), `address-in-use` (a non-socket file is in the
     ///   way), or `io`.
     public init(
         path: String,
         configuration: ControlServerConfiguration = ControlServerConfiguration(),
-        handler: @escaping Handler
+        handler: @escaping Handler,
+        onClose: (@Sendable (ControlConnection) -> Void)? = nil
     ) throws(ControlError) {
-        core = try ControlServerCore(path: path, configuration: configuration, handler: handler)
+        core = try ControlServerCore(path: path, configuration: configuration, handler: handler, onClose: onClose)
         try core.start()
     }
 
@@ -76,7 +79,16 @@ public final class ControlServer: Sendable {
     /// - Returns: How many watchers queued it; the others were behind and counted it as missed.
     @discardableResult
     public func broadcast(_ line: [UInt8]) -> Int {
-        core.broadcast(line)
+        core.broadcast(line, to: nil)
+    }
+
+    /// Queues one event line to those of `connections` that are watchers, as ``broadcast(_:)`` does (the
+    /// same limits, a watcher behind missing it, counted).
+    ///
+    /// - Returns: How many watchers queued it.
+    @discardableResult
+    public func broadcast(_ line: [UInt8], to connections: Set<ControlConnection>) -> Int {
+        core.broadcast(line, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)))
     }
 
     /// How many connections are open.

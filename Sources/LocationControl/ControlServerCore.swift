@@ -16,6 +16,7 @@ final class ControlServerCore: Sendable {
     let path: String
     let configuration: ControlServerConfiguration
     let handler: ControlServer.Handler
+    let onClose: (@Sendable (ControlConnection) -> Void)?
     private let listener: Int32
     /// A self-pipe: any thread writes a byte to make poll(2) return; the loop drains it.
     private let wakeReader: Int32
@@ -24,12 +25,14 @@ final class ControlServerCore: Sendable {
     private let socketIdentity: (device: UInt64, inode: UInt64)
     let state = Locked(ServerState())
 
-    init(path: String, configuration: ControlServerConfiguration, handler: @escaping ControlServer.Handler)
-        throws(ControlError)
-    {
+    init(
+        path: String, configuration: ControlServerConfiguration, handler: @escaping ControlServer.Handler,
+        onClose: (@Sendable (ControlConnection) -> Void)? = nil
+    ) throws(ControlError) {
         self.path = path
         self.configuration = configuration
         self.handler = handler
+        self.onClose = onClose
         try UnixSocket.withAddress(path) { _, _ in }
         let createdDirectory = try Self.createParentDirectory(of: path)
         if let group = configuration.socketGroup, let createdDirectory {
@@ -373,6 +376,11 @@ final class ControlServerCore: Sendable {
             close(connection.fd)
             if connection.isWatcher { state.watcherCount -= 1 }
             state.connections[id] = nil
+            if let onClose {
+                let closed = ControlConnection(id: id, core: self)
+                // Not under the lock, which the callback may want (to send to other connections).
+                Task { onClose(closed) }
+            }
         }
     }
 
@@ -528,7 +536,7 @@ final class ControlServerCore: Sendable {
     }
 
     /// Queues an event line to every watcher; returns how many queued it.
-    func broadcast(_ line: [UInt8]) -> Int {
+    func broadcast(_ line: [UInt8], to only: Set<UInt64>?) -> Int {
         let line = Self.terminated(line)
         return state.withLock { state in
             guard !state.stopped, state.watcherCount > 0 else { return 0 }
@@ -536,7 +544,7 @@ final class ControlServerCore: Sendable {
             for connection in state.connections.values { total += connection.output.count }
             let overTotal = total >= configuration.maxTotalOutputBuffer
             var queued = 0
-            for (id, connection) in state.connections where connection.isWatcher {
+            for (id, connection) in state.connections where connection.isWatcher && only?.contains(id) != false {
                 // Over the total, a slow watcher (output already waiting) misses this line, counted.
                 let limit = overTotal && !connection.output.isEmpty ? 0 : configuration.maxOutputBuffer
                 if push(line, to: id, limit: limit, in: &state) { queued += 1 }

@@ -42,6 +42,23 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     /// The control socket the report came through. The daemon leaves it out; `locationctl status` fills in
     /// the socket it used, since it may have tried more than one.
     public var socket: String?
+    /// The app the report is about (the caller's, or each one's in an `apps` reply).
+    public var app: String?
+    /// The user id the app's session belongs to; absent for `default`, which every client may use.
+    public var owner: UInt32?
+    /// Whether a connection that is the app itself (opened with `attach`) is connected.
+    public var attached: Bool?
+    /// Since when (RFC 3339 UTC) the app has been gone: its own connection dropped while it tracked, and its
+    /// session holds its fixes for it.
+    public var abandonedSince: String?
+    /// Until when (RFC 3339 UTC) an abandoned session is kept before it and what it holds are dropped.
+    public var keptUntil: String?
+    /// The most fixes the session holds; beyond it the oldest are dropped and counted in ``dropped``.
+    public var holdLimit: Int?
+    /// How the one receiver runs for all apps: `continuous`, `duty-cycled every N s`, or `off`.
+    public var receiver: String?
+    /// How many app sessions the daemon has.
+    public var apps: Int?
 
     /// Creates a status report.
     public init(

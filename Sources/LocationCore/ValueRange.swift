@@ -136,6 +136,10 @@ package struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     package static let distance = ValueRange(0.001...40_000_000, unit: "m")
     /// How many fixes a held batch may keep.
     package static let batchCapacity = ValueRange(1...100_000_000, unit: "fixes")
+    /// App sessions one daemon keeps.
+    package static let appCount = ValueRange(1...10_000, unit: "apps")
+    /// Seconds an abandoned app's session is kept (up to a year).
+    package static let abandonedRetention = ValueRange(1...31_536_000, unit: "s")
     /// Bytes of output a daemon may hold for its clients together (64 KiB to 4 GiB).
     package static let bufferedOutput = ValueRange(65_536...4_294_967_296, unit: "bytes")
     /// A TCP port.

@@ -130,5 +130,9 @@ extension ServiceConfiguration {
             if case .number(let v) = $1 { $0.controlMaxBufferedOutput = Int(v) }
         },
         ConfigurationKey("control.group", .text) { if case .text(let v) = $1 { $0.controlGroup = v } },
+        ConfigurationKey("apps.max", .integer(.appCount)) { if case .number(let v) = $1 { $0.maxApps = Int(v) } },
+        ConfigurationKey("apps.keepAbandoned", .number(.abandonedRetention)) {
+            if case .number(let v) = $1 { $0.keepAbandoned = v }
+        },
     ]
 }

@@ -1,3 +1,4 @@
+import LocationControl
 import ArgumentParser
 import Foundation
 
@@ -70,6 +71,20 @@ package struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
     /// `--config`: the configuration file, instead of the user's.
     package var config: String?
+
+    @Option(help: ArgumentHelp(
+        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when new and then yours alone. Default: default, which every client shares.",
+        valueName: "NAME"))
+    /// `--app`: the app the requests act on; `nil` is `default`.
+    package var app: String?
+
+    /// Checks `--app`: letters, digits, '.', '_' and '-', at most 64, not starting with '.' or '-'.
+    package func validate() throws {
+        guard let app else { return }
+        do throws(ControlError) { try ControlRequest.checkApp(app) } catch {
+            throw ValidationError("--app: " + error.message.replacingOccurrences(of: "\"app\" ", with: ""))
+        }
+    }
 
     /// The settings (``CommandSettings``: file, then environment) and the sockets to try.
     package func resolve() async throws(CommandFailure) -> (settings: ServiceConfiguration, sockets: ControlSocketChoice) {

@@ -25,12 +25,21 @@ extension DaemonStatus {
         } else {
             fix = "none yet"
         }
-        let rows: [(String, String)] = [
+        var appRows: [(String, String)] = []
+        if let app {
+            var value = app + (owner.map { " (uid \($0)'s)" } ?? " (shared by every client)")
+            if attached == true { value += ", the app is connected" }
+            if let abandonedSince { value += ", gone since \(abandonedSince)" + (keptUntil.map { ", kept until \($0)" } ?? "") }
+            appRows.append(("app", value))
+        }
+        if let receiver { appRows.append(("receiver", receiver + (apps.map { " for \($0) \($0 == 1 ? "app" : "apps")" } ?? ""))) }
+        let rows: [(String, String)] = appRows + [
             ("state", state.rawValue + (executingInBackground ? " (\(Self.backgroundDetail(state)))" : "")),
             ("policy", policy.rawValue),
             ("source", sourceLine),
             ("last fix", fix),
-            ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
+            ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (holdLimit.map { " of at most \($0)" } ?? "")
+                + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
             ("dropped", "\(dropped)"),
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),

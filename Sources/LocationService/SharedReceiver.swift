@@ -50,6 +50,8 @@ package final class SharedReceiver: Sendable {
         var ended = false
         /// How often the source was started, for status and tests.
         var starts = 0
+        /// The running source's last status, told to a tap that joins later.
+        var lastStatus: LocationSourceStatus?
     }
 
     /// Shares `source`; its runs are timed on `clock`.
@@ -111,14 +113,16 @@ package final class SharedReceiver: Sendable {
         mode: AcquisitionMode, report: @escaping @Sendable (LocationSourceEvent) -> Void,
         finish: @escaping @Sendable (Result<Void, any Error>) -> Void
     ) -> Int? {
-        let id = state.withLock { state -> Int? in
-            if state.ended { return nil }
+        let (id, status) = state.withLock { state -> (Int?, LocationSourceStatus?) in
+            if state.ended { return (nil, nil) }
             state.nextID += 1
             state.taps[state.nextID] = TapState(mode: mode, report: report, finish: finish)
             applyMode(&state)
-            return state.nextID
+            return (state.nextID, state.lastStatus)
         }
         if id == nil { finish(.success(())) }
+        // A tap that joins a running source learns where it stands (connected, with or without a fix).
+        if let status { report(.status(status)) }
         return id
     }
 
@@ -145,7 +149,7 @@ package final class SharedReceiver: Sendable {
         guard let wanted else {
             if let task = state.task {
                 task.cancel()
-                (state.task, state.context, state.mode) = (nil, nil, nil)
+                (state.task, state.context, state.mode, state.lastStatus) = (nil, nil, nil, nil)
                 state.generation += 1
             }
             return
@@ -178,7 +182,7 @@ package final class SharedReceiver: Sendable {
     private func sourceEnded(generation: Int, result: Result<Void, any Error>) {
         let taps = state.withLock { state -> [TapState] in
             guard state.generation == generation else { return [] }
-            (state.task, state.context, state.mode) = (nil, nil, nil)
+            (state.task, state.context, state.mode, state.lastStatus) = (nil, nil, nil, nil)
             if case .success = result { state.ended = true }
             defer { state.taps.removeAll() }
             return Array(state.taps.values)
@@ -192,6 +196,7 @@ package final class SharedReceiver: Sendable {
         let now = timeline.now
         let deliveries = state.withLock { state -> [(@Sendable (LocationSourceEvent) -> Void, LocationSourceEvent)] in
             guard state.generation == generation else { return [] }
+            if case .status(let status) = event { state.lastStatus = status }
             guard case .location(let location) = event else {
                 return state.taps.values.map { ($0.report, event) }
             }

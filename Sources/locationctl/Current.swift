@@ -76,7 +76,8 @@ struct Current: AsyncParsableCommand {
         let resolved = try await daemon.resolve()
         var settings = resolved.settings
         if !gpsdOptions.isSet,
-            let location = try await DaemonClient.current(sockets: resolved.sockets, timeout: timeout, accuracy: accuracy)
+            let location = try await DaemonClient.current(
+                sockets: resolved.sockets, timeout: timeout, accuracy: accuracy, app: daemon.app)
         {
             return location
         }

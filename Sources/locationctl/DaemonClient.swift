@@ -20,7 +20,7 @@ enum DaemonClient {
         case ControlError.Code(LocationError.Code.invalidTransition), .badRequest, .unknownCommand: .usage(error.message)
         case .untrustedPeer: .noPermission(error.message)
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
-        case .tooManyConnections, .shuttingDown:
+        case .tooManyConnections, .shuttingDown, "too-many-apps":
             .unavailable("locationd at \(socket) is busy: \(error.message)")
         case .notListening, .pathTooLong, .connectionClosed, .timeout, .io:
             .unavailable("locationd at \(socket): \(error.message)")
@@ -50,8 +50,8 @@ enum DaemonClient {
     }
 
     /// Sends one request and returns the reply, on a thread of its own (the client blocks).
-    static func request(_ request: ControlRequest, socket: String) async throws -> ControlResponse {
-        switch await send(request, socket: socket) {
+    static func request(_ request: ControlRequest, socket: String, app: String? = nil) async throws -> ControlResponse {
+        switch await send(request, socket: socket, app: app) {
         case .success(let response): return response
         case .failure(let error): throw failure(error, socket: socket)
         }
@@ -59,10 +59,12 @@ enum DaemonClient {
 
     /// Sends one request to the first of `sockets` that answers and returns the reply and that socket.
     /// When none answers, the failure names every socket tried and why (the last one's exit code).
-    static func request(_ request: ControlRequest, sockets: ControlSocketChoice) async throws -> (ControlResponse, socket: String) {
+    static func request(
+        _ request: ControlRequest, sockets: ControlSocketChoice, app: String? = nil
+    ) async throws -> (ControlResponse, socket: String) {
         var reasons: [(socket: String, error: ControlError)] = []
         for socket in sockets.candidates {
-            switch await send(request, socket: socket) {
+            switch await send(request, socket: socket, app: app) {
             case .success(let response): return (response, socket)
             case .failure(let error):
                 guard !sockets.isExplicit, triesNext(error) else { throw failure(error, socket: socket) }
@@ -85,12 +87,15 @@ enum DaemonClient {
         return CommandFailure(exitCode: code, message: "locationd cannot be reached: " + tried.joined(separator: "; "))
     }
 
-    /// Sends one request on a thread of its own and returns the reply or the error as it is.
-    private static func send(_ request: ControlRequest, socket: String) async -> Result<ControlResponse, ControlError> {
+    /// Sends one request on a thread of its own, about `app` when one is named (an `open` first, on the
+    /// same connection), and returns the reply or the error as it is.
+    private static func send(_ request: ControlRequest, socket: String, app: String?) async -> Result<ControlResponse, ControlError> {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(returning: Result { () throws(ControlError) in
-                    try ControlClient.request(request, path: socket)
+                    let client = try ControlClient(path: socket)
+                    if let app { _ = try client.request(.open(app: app)) }
+                    return try client.request(request)
                 })
             }
         }
@@ -98,9 +103,11 @@ enum DaemonClient {
 
     /// One position from the first of `sockets` that answers; `nil` when none can be reached or used by this
     /// user and the socket was not named with `--socket`.
-    static func current(sockets: ControlSocketChoice, timeout: Double, accuracy: Double?) async throws -> Location? {
+    static func current(sockets: ControlSocketChoice, timeout: Double, accuracy: Double?, app: String? = nil) async throws -> Location? {
         for socket in sockets.candidates {
-            if let location = try await current(socket: socket, timeout: timeout, accuracy: accuracy, required: sockets.isExplicit) {
+            if let location = try await current(
+                socket: socket, timeout: timeout, accuracy: accuracy, required: sockets.isExplicit || app != nil, app: app)
+            {
                 return location
             }
         }
@@ -109,8 +116,10 @@ enum DaemonClient {
 
     /// One position from the daemon; `nil` when the daemon cannot be reached or used by this user and the socket
     /// was not asked for explicitly.
-    static func current(socket: String, timeout: Double, accuracy: Double?, required: Bool) async throws -> Location? {
-        switch await send(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket) {
+    static func current(
+        socket: String, timeout: Double, accuracy: Double?, required: Bool, app: String? = nil
+    ) async throws -> Location? {
+        switch await send(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket, app: app) {
         case .success(let response):
             do throws(ControlError) { return try response.decode(Location.self, forKey: "location") } catch {
                 throw CommandFailure.badData("locationd at \(socket): \(error.message)")
@@ -127,12 +136,14 @@ enum DaemonClient {
 
     /// Streams the daemon's events into `writer` until the limits, a signal, the duration, or the daemon ends it.
     static func watch(
-        socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?
+        socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?,
+        app: String? = nil
     ) async throws -> CommandFailure? {
         let client: ControlClient
         let lines: AsyncThrowingStream<[UInt8], any Error>
         do {
             client = try ControlClient(path: socket)
+            if let app { _ = try client.request(.open(app: app)) }
             lines = try client.watch()
         } catch {
             throw failure(error, socket: socket)

@@ -29,7 +29,7 @@ struct State: AsyncParsableCommand {
     func run() async throws {
         try await runReportingFailures {
             let (_, sockets) = try await daemon.resolve()
-            let (response, path) = try await DaemonClient.request(.state(set: target?.rawValue), sockets: sockets)
+            let (response, path) = try await DaemonClient.request(.state(set: target?.rawValue), sockets: sockets, app: daemon.app)
             // A reply without these members is malformed, not "unknown": an error, never exit 0.
             let state: ApplicationState, background: Bool, policy: AccuracyPolicy
             do throws(ControlError) {

@@ -14,10 +14,18 @@ struct Status: AsyncParsableCommand {
     @Option(help: ReportFormat.help)
     var format: ReportFormat = .text
 
+    @Flag(help: "List every app's session you may see (yours, and default), each with its status.")
+    var all = false
+
+    func validate() throws {
+        if all, daemon.app != nil { throw ValidationError("--all lists every app; it cannot be combined with --app") }
+    }
+
     func run() async throws {
         try await runReportingFailures {
             let (_, sockets) = try await daemon.resolve()
-            let (response, path) = try await DaemonClient.request(.status, sockets: sockets)
+            if all { return try await listApps(sockets) }
+            let (response, path) = try await DaemonClient.request(.status, sockets: sockets, app: daemon.app)
             var status: DaemonStatus
             do throws(ControlError) { status = try response.decode(DaemonStatus.self, forKey: "status") } catch {
                 throw CommandFailure.badData("locationd at \(path): \(error.message)")
@@ -32,6 +40,24 @@ struct Status: AsyncParsableCommand {
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try encoder.encode(status), as: UTF8.self))
             }
+        }
+    }
+
+    /// `status --all`: every app's status, one block each in text, one JSON array in JSON.
+    private func listApps(_ sockets: ControlSocketChoice) async throws {
+        let (response, path) = try await DaemonClient.request(.apps, sockets: sockets)
+        var apps: [DaemonStatus]
+        do throws(ControlError) { apps = try response.decode([DaemonStatus].self, forKey: "apps") } catch {
+            throw CommandFailure.badData("locationd at \(path): \(error.message)")
+        }
+        for index in apps.indices { apps[index].socket = path }
+        switch format {
+        case .text:
+            print(apps.map { "app \($0.app ?? "?")\n" + $0.text }.joined(separator: "\n\n"))
+        case .json:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(apps), as: UTF8.self))
         }
     }
 }

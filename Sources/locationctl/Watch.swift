@@ -27,6 +27,9 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print locationd's events from this control socket.", valueName: "PATH"))
     var socket: String?
 
+    @Option(help: ArgumentHelp("Watch this app's events in locationd (its own state, policy and held fixes). Default: default, which every client shares.", valueName: "NAME"))
+    var app: String?
+
     @Option(name: .customLong("count"), parsing: .unconditional, help: ArgumentHelp("Stop after this many locations (\(Watch.countRange)).", valueName: "N"))
     var countArgument: NumberArgument?
 
@@ -52,6 +55,12 @@ struct Watch: AsyncParsableCommand {
     @OptionGroup var policyOptions: PolicyOptions
 
     func validate() throws {
+        if let app {
+            if gpsdOptions.isSet { throw ValidationError("--app watches an app in locationd; it cannot be combined with gpsd options") }
+            do throws(ControlError) { try ControlRequest.checkApp(app) } catch {
+                throw ValidationError("--app: " + error.message.replacingOccurrences(of: "\"app\" ", with: ""))
+            }
+        }
         if socket != nil, gpsdOptions.isSet {
             throw ValidationError("--socket reads locationd; it cannot be combined with gpsd options (--gpsd, --device, --gpsd-*)")
         }
@@ -72,6 +81,9 @@ struct Watch: AsyncParsableCommand {
             // reduced policy of a local manager), a daemon that answers on the default sockets is watched.
             var daemonSocket = socket
             if daemonSocket == nil { daemonSocket = try await listeningDaemon() }
+            if daemonSocket == nil, app != nil {
+                throw CommandFailure.unavailable("--app watches an app in locationd, and no locationd answers on the default sockets; start it, or name its socket with --socket")
+            }
             // Straight from gpsd, an unreachable gpsd ends the watch (exit 69); through the daemon it is a
             // line in the stream, and the watch goes on while the daemon reconnects.
             let limits = WatchLimits(count: try count, endsWhenUnreachable: daemonSocket == nil)
@@ -84,7 +96,8 @@ struct Watch: AsyncParsableCommand {
             let interrupts = await Interrupts.install()
             let failure: CommandFailure?
             if let daemonSocket {
-                failure = try await DaemonClient.watch(socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration)
+                failure = try await DaemonClient.watch(
+                    socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration, app: app)
             } else {
                 failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             }

@@ -5,14 +5,27 @@ import LocationService
 import Logging
 import ServiceLifecycle
 
-/// The daemon: one app session (its lifecycle and location manager) and the control socket.
+/// The daemon: one receiver shared by every app, an app session per app (its lifecycle, manager, held batch,
+/// journal and watchers), and the control socket.
+///
+/// A connection acts on the app `default` until it opens another. `default` exists from the start and every
+/// client may use it, so single-app use needs no `open`; another app's session belongs to the user who
+/// opened it first.
 final class LocationDaemon: Service, Sendable {
-    let session: LocationSession
-    var application: Application { session.application }
-    var manager: LocationManager { session.manager }
+    /// The app every connection uses until it opens another.
+    let defaultApp: AppSession
+    var session: LocationSession { defaultApp.session }
+    var application: Application { defaultApp.application }
+    var manager: LocationManager { defaultApp.manager }
     let settings: ServiceConfiguration
+    /// The one receiver the apps share.
+    let receiver: SharedReceiver
+    private let apps: Locked<[String: AppSession]>
+    /// The app each connection opened (absent: `default`).
+    private let connectionApps = Locked<[ControlConnection: String]>([:])
     private let server: Locked<ControlServer?> = Locked(nil)
     private let logger: Logger
+    private let now: @Sendable () -> Date
     private let startedAt = ContinuousClock.now
     /// A fix that arrived this recently is answered to `current` at once.
     private static let freshFixAge: Duration = .seconds(2)
@@ -23,30 +36,185 @@ final class LocationDaemon: Service, Sendable {
     ) throws(CommandFailure) {
         self.settings = settings
         self.logger = logger
-        let server = self.server
+        self.now = now
+        receiver = SharedReceiver(source: source)
         let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
         let startState = stateFile.map { Self.startState(explicit: explicitState, saved: $0, logger: logger) }
             ?? explicitState ?? .active
+        let server = self.server
         do {
-            session = try LocationSession(
-                source: source, settings: settings, startState: startState, logger: logger, now: now
-            ) { event in
-                // The source's problems (gpsd's outages and bad data, a damaged point in a replay) go to
-                // the log as well as to watchers, one line each; the manager logs the journal's itself.
-                if case .error(let error) = event, error.code != .journalIO, error.code != .journalCorrupt {
-                    logger.warning("\(error.description)")
-                }
-                // Every state the app reaches is saved, so that a restart resumes it.
-                if case .state(let state) = event {
-                    stateFile?.note(state) { error in logger.error("\(error.message)") }
-                }
-                _ = server.withLock { $0 }?.broadcast(JSONLineEncoder.line(event))
-            }
-            // Whatever the launch saved, the first record must be written, or the daemon does not start.
-            try stateFile?.save(session.application.applicationState)
+            defaultApp = try AppSession(
+                id: ControlRequest.defaultApp, owner: nil, source: receiver.tap(), settings: settings,
+                startState: startState, stateFile: stateFile, logger: logger, now: now,
+                send: Self.sender(server: server))
         } catch {
             throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
         }
+        apps = Locked([ControlRequest.defaultApp: defaultApp])
+        restoreApps()
+    }
+
+    /// Sends an app's lines to its watchers.
+    private static func sender(
+        server: Locked<ControlServer?>
+    ) -> @Sendable (ControlEvent, Set<ControlConnection>) -> Void {
+        { event, watchers in
+            guard let server = server.withLock({ $0 }) else { return }
+            server.broadcast(JSONLineEncoder.line(event), to: watchers)
+        }
+    }
+
+    // MARK: - App sessions
+
+    /// Where an app's journal goes: `apps/UID/APP.journal` beside the daemon's journal; none without one.
+    private func journalPath(app: String, owner: UInt32) -> String? {
+        guard let journal = settings.journalPath else { return nil }
+        return "\(Self.appsDirectory(journal: journal))/\(owner)/\(app).journal"
+    }
+
+    private static func appsDirectory(journal: String) -> String {
+        let parent = journal.lastIndex(of: "/").map { $0 == journal.startIndex ? "/" : String(journal[..<$0]) } ?? "."
+        return parent + "/apps"
+    }
+
+    /// Creates the session of a new app (its journal restored, if it has one, in its saved state).
+    private func makeApp(_ id: String, owner: UInt32, restoring: Bool) throws(LocationError) -> AppSession {
+        var appSettings = settings
+        appSettings.journalPath = journalPath(app: id, owner: owner)
+        if let path = appSettings.journalPath {
+            let directory = String(path[..<path.lastIndex(of: "/")!])
+            // Owner-only: the fixes of one user's app are nobody else's business.
+            do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
+                throw LocationError(.journalIO, "cannot create \(directory) for the app \(id)'s journal: \(error.localizedDescription)")
+            }
+        }
+        let stateFile = appSettings.journalPath.map(LifecycleStateFile.init(journalPath:))
+        var startState = ApplicationState.active
+        if let stateFile, case .restored(let saved) = stateFile.load() { startState = saved }
+        let app = try AppSession(
+            id: id, owner: owner, source: receiver.tap(), settings: appSettings, startState: startState,
+            stateFile: stateFile, logger: logger, now: now, send: Self.sender(server: server))
+        app.manager.startUpdatingLocation()
+        if restoring {
+            app.holdWhileGone()
+            app.markAbandoned(since: now())
+        }
+        return app
+    }
+
+    /// Brings back the sessions of apps that were journaled when the daemon last ran: their apps are gone
+    /// until they open them again, so they hold what the receiver gives them.
+    private func restoreApps() {
+        guard let journal = settings.journalPath else { return }
+        let directory = Self.appsDirectory(journal: journal)
+        let owners = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for ownerName in owners.sorted() {
+            guard let owner = UInt32(ownerName) else { continue }
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(ownerName)")) ?? []
+            for file in files.sorted() where file.hasSuffix(".journal") {
+                let id = String(file.dropLast(".journal".count))
+                guard (try? ControlRequest.checkApp(id)) != nil, id != ControlRequest.defaultApp else { continue }
+                guard apps.value.count < settings.maxApps else {
+                    logger.warning("not restoring the app \(id): already \(settings.maxApps) apps (apps.max)")
+                    continue
+                }
+                do throws(LocationError) {
+                    let app = try makeApp(id, owner: owner, restoring: true)
+                    apps.withLock { $0[id] = app }
+                    logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes")
+                } catch {
+                    logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
+                }
+            }
+        }
+    }
+
+    /// The app a connection acts on.
+    private func app(for connection: ControlConnection) -> AppSession {
+        let id = connectionApps.withLock { $0[connection] }
+        return id.flatMap { id in apps.withLock { $0[id] } } ?? defaultApp
+    }
+
+    /// Answers `open`: the caller's app, created if new; refused when it is another user's.
+    private func open(_ id: String, attach: Bool, policy: AppPolicy, connection: ControlConnection) -> ControlReply {
+        let uid = connection.peerUID
+        let found = apps.withLock { $0[id] }
+        let app: AppSession
+        var created = false
+        if let found {
+            guard found.admits(uid) else {
+                return .failure(
+                    .permissionDenied,
+                    "the app \(id) belongs to \(Self.userName(found.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
+            }
+            app = found
+        } else {
+            guard let uid else { return .failure(.permissionDenied, "locationd cannot tell which user is connected") }
+            guard apps.value.count < settings.maxApps else {
+                return .failure(
+                    "too-many-apps",
+                    "locationd already serves \(settings.maxApps) apps (apps.max); cannot open \(id)")
+            }
+            do throws(LocationError) {
+                app = try makeApp(id, owner: uid, restoring: false)
+            } catch {
+                return .failure(error)
+            }
+            let winner = apps.withLock { apps -> AppSession in
+                if let raced = apps[id] { return raced }
+                apps[id] = app
+                return app
+            }
+            if winner !== app {
+                app.manager.shutdown()
+                return open(id, attach: attach, policy: policy, connection: connection)
+            }
+            created = true
+            logger.info("opened the app \(id) for uid \(uid)")
+        }
+        app.apply(policy)
+        if attach {
+            if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
+            app.attach(connection)
+        }
+        connectionApps.withLock { $0[connection] = id }
+        return .opened(app: id, created: created, state: app.application.applicationState, policy: app.manager.accuracyPolicy)
+    }
+
+    /// A connection closed: it watches nothing more; when it was an app itself, that app is gone and its
+    /// session holds its fixes for it.
+    private func connectionClosed(_ connection: ControlConnection) {
+        let id = connectionApps.withLock { $0.removeValue(forKey: connection) }
+        let app = id.flatMap { id in apps.withLock { $0[id] } } ?? defaultApp
+        if app.connectionClosed(connection, at: now()) {
+            app.holdWhileGone()
+            logger.notice("the app \(app.id) went away while tracking; holding its fixes for \(ValueRange.text(settings.keepAbandoned)) s at most")
+        }
+    }
+
+    /// Drops the sessions of apps gone for longer than `apps.keepAbandoned`, with what they held.
+    func dropExpiredApps(at date: Date) {
+        let expired = apps.withLock { apps -> [AppSession] in
+            let gone = apps.values.filter { app in
+                app.abandonedSince.map { date.timeIntervalSince($0) >= settings.keepAbandoned } ?? false
+            }
+            for app in gone { apps[app.id] = nil }
+            return gone
+        }
+        for app in expired {
+            logger.warning("dropping the app \(app.id), gone since \(RFC3339.string(from: app.abandonedSince ?? date)), with the \(app.manager.heldCount) fixes it held (apps.keepAbandoned)")
+            app.manager.shutdown()
+            if let journal = app.manager.journalPath {
+                unlink(journal)
+                unlink(LifecycleStateFile(journalPath: journal).path)
+            }
+        }
+    }
+
+    private static func userName(_ uid: UInt32?) -> String {
+        guard let uid else { return "an unknown user" }
+        let name = getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
+        return name.map { "\($0) (uid \(uid))" } ?? "uid \(uid)"
     }
 
     /// The state to start in: an explicit `--state` wins; else the saved state, if it is valid and belongs to
@@ -82,7 +250,9 @@ final class LocationDaemon: Service, Sendable {
                 maxTotalOutputBuffer: settings.controlMaxBufferedOutput, socketGroup: group)
             control = try ControlServer(path: settings.socketPath, configuration: limits) { [weak self] request, connection in
                 guard let self else { return .failure("shutting-down", "locationd is shutting down") }
-                return await self.handle(request)
+                return await self.handle(request, from: connection)
+            } onClose: { [weak self] connection in
+                self?.connectionClosed(connection)
             }
         } catch {
             throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
@@ -93,18 +263,53 @@ final class LocationDaemon: Service, Sendable {
             metadata: [
                 "socket": "\(settings.socketPath)", "source": "\(manager.source.name)",
                 "state": "\(application.applicationState.rawValue)", "journal": "\(settings.journalPath ?? "none")",
+                "apps": "\(apps.value.count)",
             ])
         manager.startUpdatingLocation()
+        // Abandoned apps are looked at once a minute (or sooner, when they are kept for less).
+        let sweep = Task { [weak self, keep = settings.keepAbandoned] in
+            let period = Duration.seconds(min(60, max(1, keep / 2)))
+            while !Task.isCancelled {
+                try? await Task.sleep(for: period)
+                self?.dropExpiredApps(at: Date())
+            }
+        }
         try? await gracefulShutdown()
+        sweep.cancel()
         logger.info("shutting down")
-        manager.shutdown()
-        await manager.waitForPendingDeliveries()
+        let all = apps.value.values
+        for app in all { app.manager.shutdown() }
+        for app in all { await app.manager.waitForPendingDeliveries() }
+        receiver.stop()
         control.stop()
         server.withLock { $0 = nil }
     }
 
-    /// Answers one control request.
-    func handle(_ request: ControlRequest) async -> ControlReply {
+    /// Answers one request on the app the connection acts on.
+    func handle(_ request: ControlRequest, from connection: ControlConnection) async -> ControlReply {
+        switch request {
+        case .open(let id, let attach, let policy):
+            return open(id, attach: attach, policy: policy, connection: connection)
+        case .apps:
+            let uid = connection.peerUID
+            let visible = apps.value.values.filter { $0.owner == nil || $0.admits(uid) }.sorted { $0.id < $1.id }
+            return .apps(visible.map(status(of:)))
+        default:
+            let app = app(for: connection)
+            // The app was another user's when the connection opened it, so this holds; kept as a guard.
+            guard app.admits(connection.peerUID) else {
+                return .failure(.permissionDenied, "the app \(app.id) belongs to \(Self.userName(app.owner))")
+            }
+            if request == .watch { app.watch(from: connection) }
+            return await handle(request, for: app)
+        }
+    }
+
+    /// Answers one request about `app`.
+    func handle(_ request: ControlRequest, for app: AppSession) async -> ControlReply {
+        let manager = app.manager
+        let application = app.application
+        let session = app.session
         switch request {
         case .current(let timeout, let accuracy):
             // A source that is down answers at once with its own reason, rather than after the timeout.
@@ -144,7 +349,7 @@ final class LocationDaemon: Service, Sendable {
             return .state(state, executingInBackground: application.executingInBackground,
                           policy: manager.accuracyPolicy)
         case .status:
-            return .status(currentStatus())
+            return .status(status(of: app))
         case .watch:
             let state = application.applicationState
             var first = [JSONLineEncoder.line(.state(state))]
@@ -155,21 +360,46 @@ final class LocationDaemon: Service, Sendable {
                 first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
             }
             return .watching(then: first)
+        case .open, .apps:
+            return .failure(.internalError, "locationd answered \(request.command) as an app's request")
         }
     }
 
-    private func currentStatus() -> DaemonStatus {
+    /// One app's status, with the receiver's and the daemon's.
+    private func status(of app: AppSession) -> DaemonStatus {
+        let manager = app.manager
+        let application = app.application
+        let session = app.session
         let fix = manager.locationWithAge
-        let state = application.applicationState
         let outage = session.outage
-        return DaemonStatus(
-            state: state, executingInBackground: application.executingInBackground,
+        var status = DaemonStatus(
+            state: application.applicationState, executingInBackground: application.executingInBackground,
             policy: manager.accuracyPolicy, source: manager.source.name, sourceStatus: manager.sourceStatus,
             lastFix: fix?.location, lastFixAge: fix.map { $0.age.seconds },
             held: manager.heldCount, unjournaled: manager.unjournaledCount, dropped: manager.droppedCount,
             journal: manager.journalPath,
-            watchers: server.withLock { $0 }?.watcherCount ?? 0, uptime: (ContinuousClock.now - startedAt).seconds,
+            watchers: app.watcherCount, uptime: (ContinuousClock.now - startedAt).seconds,
             journalProblem: session.journalProblem, sourceProblem: session.sourceProblem,
             sourceDownSince: outage.map { RFC3339.string(from: $0.since) }, sourceDownReason: outage?.reason?.message)
+        status.app = app.id
+        status.owner = app.owner
+        status.attached = app.isAttached
+        if let since = app.abandonedSince {
+            status.abandonedSince = RFC3339.string(from: since)
+            status.keptUntil = RFC3339.string(from: since.addingTimeInterval(settings.keepAbandoned))
+        }
+        status.holdLimit = manager.configuration.batchCapacity
+        status.receiver = Self.describe(receiver.mode)
+        status.apps = apps.value.count
+        return status
+    }
+
+    /// The receiver's mode in words.
+    private static func describe(_ mode: AcquisitionMode?) -> String {
+        switch mode {
+        case nil: "off"
+        case .continuous?: "continuous"
+        case .dutyCycled(let cycle)?: "duty-cycled every \(ValueRange.text(cycle.interval.seconds)) s"
+        }
     }
 }

@@ -1,0 +1,144 @@
+import Foundation
+import LocationControl
+import LocationCore
+import LocationService
+import Logging
+
+/// One app that locationd serves: its own lifecycle and manager (on a tap of the shared receiver), its
+/// journal and state file, the connections watching it, and whether the app itself is connected.
+final class AppSession: Sendable {
+    /// The app's id, as clients name it.
+    let id: String
+    /// The user the session belongs to; `nil` for `default`, which every client may use.
+    let owner: UInt32?
+    /// The app's lifecycle and manager, and the lines they make.
+    let session: LocationSession
+    /// Where the state is saved on every change, when the session journals.
+    let stateFile: LifecycleStateFile?
+
+    private struct Links {
+        var watchers: Set<ControlConnection> = []
+        /// The connection that is the app itself (opened with `attach`).
+        var attached: ControlConnection?
+        /// Since when the app has been gone while its session holds its fixes.
+        var abandonedSince: Date?
+        /// The background location mode the app had when it went; it is off while the app is gone, so that
+        /// its fixes are held rather than delivered live to nobody.
+        var modeBeforeGone: Bool?
+    }
+
+    private let links = Locked(Links())
+
+    var application: Application { session.application }
+    var manager: LocationManager { session.manager }
+
+    /// Creates the session and launches its app into `startState`; `send` receives each of its lines with
+    /// the connections watching it then.
+    init(
+        id: String, owner: UInt32?, source: any LocationSource, settings: ServiceConfiguration,
+        startState: ApplicationState, stateFile: LifecycleStateFile?, logger: Logger,
+        now: @escaping @Sendable () -> Date,
+        send: @escaping @Sendable (ControlEvent, Set<ControlConnection>) -> Void
+    ) throws(LocationError) {
+        self.id = id
+        self.owner = owner
+        self.stateFile = stateFile
+        let links = self.links
+        session = try LocationSession(
+            source: source, settings: settings, startState: startState, logger: logger, now: now
+        ) { event in
+            // The source's problems go to the log once, from the default app's session; the journal's
+            // problems the manager logs itself.
+            if id == ControlRequest.defaultApp, case .error(let error) = event, error.code != .journalIO,
+                error.code != .journalCorrupt
+            {
+                logger.warning("\(error.description)")
+            }
+            // Every state the app reaches is saved, so that a restart resumes it.
+            if case .state(let state) = event {
+                stateFile?.note(state) { error in logger.error("\(error.message)") }
+            }
+            send(event, links.withLock { $0.watchers })
+        }
+        // Whatever the launch saved, the first record must be written, or the session is not created.
+        try stateFile?.save(session.application.applicationState)
+    }
+
+    /// Whether `uid` may use this session: its owner, root, or anyone for `default`.
+    func admits(_ uid: UInt32?) -> Bool {
+        guard let owner else { return true }
+        return uid == owner || uid == 0
+    }
+
+    /// Adds a watcher.
+    func watch(from connection: ControlConnection) {
+        links.withLock { _ = $0.watchers.insert(connection) }
+    }
+
+    /// Makes `connection` the app itself: the app is back.
+    func attach(_ connection: ControlConnection) {
+        let mode = links.withLock { links -> Bool? in
+            links.attached = connection
+            links.abandonedSince = nil
+            defer { links.modeBeforeGone = nil }
+            return links.modeBeforeGone
+        }
+        if let mode { manager.allowsBackgroundLocationUpdates = mode }
+    }
+
+    /// Forgets a closed connection. Returns `true` when it was the app itself, which is now gone.
+    func connectionClosed(_ connection: ControlConnection, at date: Date) -> Bool {
+        links.withLock { links in
+            links.watchers.remove(connection)
+            guard links.attached == connection else { return false }
+            links.attached = nil
+            links.abandonedSince = date
+            return true
+        }
+    }
+
+    /// Marks the app gone since `date` (a session restored at start, whose app has not come back yet).
+    func markAbandoned(since date: Date) {
+        links.withLock { links in
+            if links.attached == nil { links.abandonedSince = date }
+        }
+    }
+
+    /// Since when the app has been gone, if it is.
+    var abandonedSince: Date? { links.withLock { $0.abandonedSince } }
+
+    /// Whether the app itself is connected.
+    var isAttached: Bool { links.withLock { $0.attached != nil } }
+
+    /// How many connections watch the app.
+    var watcherCount: Int { links.withLock { $0.watchers.count } }
+
+    /// Applies the settings an `open` gave; what it leaves out stays.
+    func apply(_ policy: AppPolicy) {
+        if let accuracy = policy.desiredAccuracy { manager.desiredAccuracy = accuracy }
+        if let filter = policy.distanceFilter { manager.distanceFilter = filter }
+        if policy.reducedInterval != nil || policy.reducedAccuracy != nil {
+            var reduced = manager.reducedPolicy
+            if let interval = policy.reducedInterval { reduced.interval = ValueRange.duration(clampingSeconds: interval) }
+            if let accuracy = policy.reducedAccuracy { reduced.desiredAccuracy = accuracy }
+            manager.reducedPolicy = reduced
+        }
+        if let mode = policy.backgroundLocation { manager.allowsBackgroundLocationUpdates = mode }
+        switch policy.updates {
+        case true?: manager.startUpdatingLocation()
+        case false?: manager.stopUpdatingLocation()
+        case nil: break
+        }
+    }
+
+    /// The app leaves the foreground as a terminated app that was tracking does: it is suspended (from
+    /// active or inactive through the background) and its fixes are held, journaled, until it comes back.
+    func holdWhileGone() {
+        let mode = manager.allowsBackgroundLocationUpdates
+        links.withLock { $0.modeBeforeGone = $0.modeBeforeGone ?? mode }
+        manager.allowsBackgroundLocationUpdates = false
+        let state = application.applicationState
+        guard state != .suspended, state != .notRunning else { return }
+        try? application.transition(to: .suspended)
+    }
+}
