@@ -96,7 +96,7 @@ let package = Package(
         // What the tests run in a child process: a GPX read under watch, a journal left open when killed.
         .executableTarget(
             name: "location-test-child",
-            dependencies: ["LocationCore", "LocationDevSupport"]
+            dependencies: ["LocationCore", "LocationControl", "LocationDevSupport"]
         ),
         .target(
             name: "TrackPlot",

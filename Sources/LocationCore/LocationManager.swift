@@ -478,6 +478,21 @@ public final class LocationManager: Sendable {
         delivery.enqueue(event: .locations([processed], .live))
     }
 
+    /// Takes fixes that were held for the app elsewhere: into the batch while the app holds (they are
+    /// delivered with it), else delivered at once as a restored batch.
+    private func acceptHeld(_ locations: [Location], generation: Int) {
+        state.withLock { state in
+            guard state.sourceGeneration == generation else { return }
+            for location in locations where location.hasValidCoordinate {
+                state.batch.append(location)
+                journal(location, &state)
+            }
+            if let last = locations.last(where: \.hasValidCoordinate) { state.location = last }
+            if !isHolding(state) { flush(&state, reason: .restored) }
+        }
+        delivery.drain()
+    }
+
     /// Whether fixes are held rather than delivered: from didEnterBackground until willEnterForeground,
     /// unless the background location mode is on.
     private func isHolding(_ state: State) -> Bool {
@@ -557,6 +572,7 @@ public final class LocationManager: Sendable {
         let context = LocationSourceContext(clock: clock, mode: mode) { [weak self] event in
             self?.handle(event, generation: generation)
         }
+        context.onHeld { [weak self] locations in self?.acceptHeld(locations, generation: generation) }
         state.context = context
         let source = self.source
         state.sourceTask = Task { [weak self] in

@@ -21,6 +21,8 @@ public final class LocationSourceContext: Sendable {
     // Locked rather than a bare Mutex: it shows its critical sections to ThreadSanitizer.
     private let state: Locked<State>
     private let sink: @Sendable (LocationSourceEvent) -> Void
+    /// Where fixes that another holder kept for the app go (set by the manager); see ``deliverHeld(_:)``.
+    private let heldSink = Locked<(@Sendable ([Location]) -> Void)?>(nil)
 
     /// Creates a context with an initial mode and a sink that receives every reported event.
     public init(
@@ -81,6 +83,23 @@ public final class LocationSourceContext: Sendable {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: mode)
         }
+    }
+
+    /// Hands over fixes that were held for the app elsewhere (by locationd while the app was suspended or
+    /// gone), oldest first: the manager adds them to its own held batch, so that they reach the app as one
+    /// batch when it returns to the foreground, or at once, marked restored, when it is already there.
+    package func deliverHeld(_ locations: [Location]) {
+        guard !locations.isEmpty else { return }
+        if let sink = heldSink.value {
+            sink(locations)
+        } else {
+            for location in locations { self.sink(.location(location)) }
+        }
+    }
+
+    /// Installs the receiver of ``deliverHeld(_:)``.
+    package func onHeld(_ receive: @escaping @Sendable ([Location]) -> Void) {
+        heldSink.withLock { $0 = receive }
     }
 
     /// Reports an event to the runner.

@@ -73,7 +73,7 @@ package struct DaemonOptions: ParsableArguments {
     package var config: String?
 
     @Option(help: ArgumentHelp(
-        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when new and then yours alone. Default: default, which every client shares.",
+        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when new and then yours alone. Without it: the app every client shares, named default.",
         valueName: "NAME"))
     /// `--app`: the app the requests act on; `nil` is `default`.
     package var app: String?

@@ -9,9 +9,16 @@
 //                                                  appends the locations to the journal one by one, prints
 //                                                  "appended N" and waits to be killed (LocationJournalTests:
 //                                                  a process that dies with its journal open)
+//   location-test-child --locationd-app SOCKET APP [--reduced-interval SEC]
+//                                                  an app whose LocationManager runs through locationd
+//                                                  (DaemonLocationSource): prints each delegate event as a
+//                                                  JSON line, takes a lifecycle state per line on stdin
+//                                                  ("quit" ends it), and prints "ready" once updating; the
+//                                                  multi-app tests kill it with kill -9 while suspended
 // Not installed and not a product.
 import Foundation
 import LocationCore
+import LocationControl
 import LocationDevSupport
 
 #if canImport(Glibc)
@@ -46,6 +53,11 @@ case "--append-journal-and-wait":
     withExtendedLifetime(journal) {
         while true { pause() }
     }
+case "--locationd-app":
+    guard arguments.count == 3 || (arguments.count == 5 && arguments[3] == "--reduced-interval"), let interval = arguments.count == 5 ? Double(arguments[4]) : 60 else {
+        fail("usage: location-test-child --locationd-app SOCKET APP [--reduced-interval SEC]")
+    }
+    LocationdApp.run(socket: arguments[1], app: arguments[2], reducedInterval: interval)
 default:
-    fail("usage: location-test-child --read FILE | --read-into-memory FILE | --append-journal-and-wait JOURNAL LOCATIONS.json")
+    fail("usage: location-test-child --read FILE | --read-into-memory FILE | --append-journal-and-wait JOURNAL LOCATIONS.json | --locationd-app SOCKET APP")
 }

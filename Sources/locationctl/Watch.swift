@@ -27,7 +27,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print locationd's events from this control socket.", valueName: "PATH"))
     var socket: String?
 
-    @Option(help: ArgumentHelp("Watch this app's events in locationd (its own state, policy and held fixes). Default: default, which every client shares.", valueName: "NAME"))
+    @Option(help: ArgumentHelp("Watch this app's events in locationd (its own state, policy and held fixes). Without it: the app every client shares, named default.", valueName: "NAME"))
     var app: String?
 
     @Option(name: .customLong("count"), parsing: .unconditional, help: ArgumentHelp("Stop after this many locations (\(Watch.countRange)).", valueName: "N"))

@@ -86,6 +86,14 @@ final class AppSession: Sendable {
         if let mode { manager.allowsBackgroundLocationUpdates = mode }
     }
 
+    /// The app stopped being this connection (it stopped its updates, or is quitting): nothing is held for
+    /// it when the connection closes.
+    func detach(_ connection: ControlConnection) {
+        links.withLock { links in
+            if links.attached == connection { links.attached = nil }
+        }
+    }
+
     /// Forgets a closed connection. Returns `true` when it was the app itself, which is now gone.
     func connectionClosed(_ connection: ControlConnection, at date: Date) -> Bool {
         links.withLock { links in

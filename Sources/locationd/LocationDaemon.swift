@@ -176,6 +176,8 @@ final class LocationDaemon: Service, Sendable {
         if attach {
             if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
             app.attach(connection)
+        } else {
+            app.detach(connection)
         }
         connectionApps.withLock { $0[connection] = id }
         return .opened(app: id, created: created, state: app.application.applicationState, policy: app.manager.accuracyPolicy)

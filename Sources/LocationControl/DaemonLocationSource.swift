@@ -1,0 +1,299 @@
+import Foundation
+import LocationCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A ``LocationSource`` that runs an app's ``LocationManager`` through `locationd`: the daemon's receiver,
+/// the app's own session in it, and fixes that the daemon holds for the app while it is suspended or gone.
+///
+/// Create it with the app's ``Application`` before the manager, and give it to the manager as its source:
+///
+/// ```swift
+/// let application = Application()
+/// let source = try DaemonLocationSource(app: "tracker", application: application)
+/// let manager = try LocationManager(source: source, application: application)
+/// manager.delegate = tracker
+/// try application.finishLaunching()
+/// manager.startUpdatingLocation()
+/// ```
+///
+/// While the manager runs it, the source is the app's own connection to its session (`open` with `attach`):
+/// - every lifecycle change of `application` is made in the session too, before the app's other observers
+///   hear of it, so the daemon holds fixes from the moment the app enters the background;
+/// - the session's fixes reach the manager as a direct source's would, and the batch the daemon held is
+///   handed to the manager as its own held batch: the delegate sees one batch on `willEnterForeground`, as
+///   with a direct gpsd source;
+/// - if the process dies, the daemon keeps acquiring at the app's background policy and holds the fixes,
+///   journaled; when the app runs this source again they arrive as one batch, oldest first.
+///
+/// Stopping the updates detaches from the session and stops its updates.
+public final class DaemonLocationSource: LocationSource, ApplicationObserver {
+    /// The app's id in locationd.
+    public let app: String
+    /// The control socket.
+    public let socketPath: String
+    /// The policy the app's session is given when the source starts (the daemon's defaults for what it
+    /// leaves out).
+    public let policy: AppPolicy
+    /// How long a lifecycle change waits for the daemon to make it in the session.
+    public static let lifecycleTimeout: Duration = .seconds(5)
+
+    private let link = Locked<Link?>(nil)
+    private let lifecycle: Locked<ApplicationState>
+
+    /// A short name for logs and status: `locationd APP at SOCKET`.
+    public var name: String { "locationd \(app) at \(socketPath)" }
+
+    /// Creates the source and starts following `application`'s lifecycle.
+    ///
+    /// - Parameters:
+    ///   - app: The app's id (1 to 64 of `A-Z a-z 0-9 . _ -`).
+    ///   - application: The app's lifecycle; create the source before the app's manager.
+    ///   - socket: locationd's control socket; by default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
+    ///     `/run/locationd/control.sock`.
+    ///   - policy: The app's own policy in its session.
+    /// - Throws: ``ControlError`` `bad-request` for an app id that is not allowed.
+    public init(
+        app: String, application: Application, socket: String? = nil, policy: AppPolicy = AppPolicy()
+    ) throws(ControlError) {
+        try ControlRequest.checkApp(app)
+        self.app = app
+        self.policy = policy
+        socketPath = socket ?? Self.defaultSocket()
+        lifecycle = Locked(application.applicationState)
+        application.addObserver(self)
+    }
+
+    /// The user's daemon socket if there is one, else the system service's.
+    static func defaultSocket() -> String {
+        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            let path = runtime + "/locationd/control.sock"
+            if access(path, F_OK) == 0 { return path }
+        }
+        return "/run/locationd/control.sock"
+    }
+
+    // MARK: - Running
+
+    /// Connects, opens the app's session as the app itself, mirrors the app's state, and forwards the
+    /// session's events until cancelled or the daemon goes away.
+    public func run(_ context: LocationSourceContext) async throws {
+        context.report(.status(.connecting))
+        let client: ControlClient
+        do {
+            client = try ControlClient(path: socketPath)
+        } catch {
+            throw LocationError(.sourceUnavailable, "cannot reach locationd for the app \(app): \(error.message)")
+        }
+        let link = Link(client: client, context: context)
+        var opening = policy
+        opening.updates = true
+        do {
+            _ = try link.call(.open(app: app, attach: true, policy: opening), timeout: Self.lifecycleTimeout)
+            // Watching first: a batch that the app's state flushes comes to this connection.
+            _ = try link.call(.watch, timeout: Self.lifecycleTimeout)
+            self.link.withLock { $0 = link }
+            _ = try link.call(.state(set: daemonState(lifecycle.value).rawValue), timeout: Self.lifecycleTimeout)
+        } catch {
+            self.link.withLock { if $0 === link { $0 = nil } }
+            link.close()
+            throw LocationError(.sourceUnavailable, "locationd refused the app \(app): \(error.message)")
+        }
+        let ended = await withTaskCancellationHandler {
+            await link.ended()
+        } onCancel: {
+            link.stop(app: app)
+        }
+        self.link.withLock { if $0 === link { $0 = nil } }
+        if Task.isCancelled { throw CancellationError() }
+        if let ended { throw ended }
+    }
+
+    /// The state the session is told for the app's: locationd has no `notRunning` to move to.
+    private func daemonState(_ state: ApplicationState) -> ApplicationState {
+        state == .notRunning ? .suspended : state
+    }
+
+    /// Makes a lifecycle change in the session, waiting for the daemon (bounded), so that what the change
+    /// flushes is with the manager before the app's other observers hear of it.
+    private func mirror(_ state: ApplicationState) {
+        lifecycle.withLock { $0 = state }
+        guard let link = link.value else { return }
+        _ = try? link.call(.state(set: daemonState(state).rawValue), timeout: Self.lifecycleTimeout)
+    }
+
+    public func applicationWillResignActive(_ application: Application) { mirror(.inactive) }
+    public func applicationDidEnterBackground(_ application: Application) { mirror(.background) }
+    public func applicationDidSuspend(_ application: Application) { mirror(.suspended) }
+    public func applicationWillEnterForeground(_ application: Application) { mirror(.inactive) }
+    public func applicationDidBecomeActive(_ application: Application) { mirror(.active) }
+    public func applicationDidFinishLaunching(_ application: Application) {
+        lifecycle.withLock { $0 = application.applicationState }
+    }
+    public func applicationWillTerminate(_ application: Application) {
+        lifecycle.withLock { $0 = .notRunning }
+        link.value?.stop(app: app)
+    }
+
+    // MARK: - The connection
+
+    /// One connection to the session: a thread reads its lines in order, answering the requests waiting
+    /// for replies and handing events to the manager.
+    private final class Link: Sendable {
+        let client: ControlClient
+        let context: LocationSourceContext
+
+        private struct State {
+            /// Requests sent and not yet answered, oldest first.
+            var waiting: [Reply] = []
+            /// A batch being read: how many fixes it has, and those read so far.
+            var batch: (count: Int, locations: [Location])?
+            var ended: LocationError?
+            var isEnded = false
+            var endWaiters: [CheckedContinuation<LocationError?, Never>] = []
+            var stopping = false
+        }
+
+        /// One reply slot, filled by the reader thread.
+        final class Reply: Sendable {
+            let done = DispatchSemaphore(value: 0)
+            let value = Locked<Result<ControlResponse, ControlError>?>(nil)
+        }
+
+        private let state = Locked(State())
+        /// Serialises requests, so that replies come back in the order they were sent.
+        private let sending = NSLock()
+
+        init(client: ControlClient, context: LocationSourceContext) {
+            self.client = client
+            self.context = context
+            Thread.detachNewThread { [self] in read() }
+        }
+
+        /// Sends a request and waits (blocking, bounded) for its reply.
+        func call(_ request: ControlRequest, timeout: Duration) throws(ControlError) -> ControlResponse {
+            let reply = Reply()
+            sending.lock()
+            let ended = state.withLock { state -> LocationError? in
+                if state.isEnded { return state.ended ?? LocationError(.sourceUnavailable, "the connection ended") }
+                state.waiting.append(reply)
+                return nil
+            }
+            if let ended {
+                sending.unlock()
+                throw ControlError(.connectionClosed, ended.message)
+            }
+            do throws(ControlError) { try client.send(request) } catch {
+                sending.unlock()
+                throw error
+            }
+            sending.unlock()
+            let milliseconds = Int(timeout.components.seconds * 1000)
+            guard reply.done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success, let result = reply.value.value else {
+                throw ControlError(.timeout, "locationd did not answer \(request.command) within \(timeout)")
+            }
+            return try result.get()
+        }
+
+        /// Waits until the connection ends; `nil` when it was stopped.
+        func ended() async -> LocationError? {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool in
+                    if state.isEnded { return true }
+                    state.endWaiters.append(continuation)
+                    return false
+                }
+                if now { continuation.resume(returning: state.value.ended) }
+            }
+        }
+
+        /// Stops the session's updates and detaches from it (not a crash: nothing is held for the app).
+        func stop(app: String) {
+            let already = state.withLock { state in
+                defer { state.stopping = true }
+                return state.stopping
+            }
+            guard !already else { return }
+            _ = try? call(.open(app: app, attach: false, policy: AppPolicy(updates: false)), timeout: .seconds(2))
+            close()
+        }
+
+        func close() {
+            state.withLock { $0.stopping = true }
+            client.close()
+        }
+
+        private func read() {
+            while true {
+                let line: [UInt8]
+                do throws(ControlError) { line = try client.readLine(timeout: nil) } catch {
+                    finish(error)
+                    return
+                }
+                if Self.isReply(line) {
+                    let reply = state.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
+                    reply?.value.withLock { $0 = Result { () throws(ControlError) in try ControlResponse(line: line) } }
+                    reply?.done.signal()
+                    continue
+                }
+                guard let event = try? ControlEventDecoder.eventIfKnown(line) else { continue }
+                handle(event)
+            }
+        }
+
+        /// A reply line starts `{"ok":`; events start `{"type":`.
+        private static func isReply(_ line: [UInt8]) -> Bool {
+            line.starts(with: Array(#"{"ok":"#.utf8))
+        }
+
+        private func handle(_ event: ControlEvent) {
+            switch event {
+            case .batch(let count, _):
+                state.withLock { $0.batch = count > 0 ? (count, []) : nil }
+            case .location(let location):
+                let complete = state.withLock { state -> [Location]? in
+                    guard var batch = state.batch else { return nil }
+                    batch.locations.append(location)
+                    if batch.locations.count >= batch.count {
+                        state.batch = nil
+                        return batch.locations
+                    }
+                    state.batch = batch
+                    return []
+                }
+                switch complete {
+                case nil: context.deliver(location)
+                case let held? where !held.isEmpty: context.deliverHeld(held)
+                default: break
+                }
+            case .state:
+                // The app's own lifecycle is the truth; the session's follows it.
+                break
+            case .error(let error):
+                context.report(.error(error))
+            case .source(let status, let satellites):
+                if let satellites { context.report(.satellitesInView(satellites)) }
+                context.report(.status(status))
+            }
+        }
+
+        private func finish(_ error: ControlError) {
+            let (waiting, waiters, ended) = state.withLock {
+                state -> ([Reply], [CheckedContinuation<LocationError?, Never>], LocationError?) in
+                state.isEnded = true
+                if !state.stopping {
+                    state.ended = LocationError(.sourceUnavailable, "locationd ended the connection: \(error.message)")
+                }
+                defer { (state.waiting, state.endWaiters) = ([], []) }
+                return (state.waiting, state.endWaiters, state.ended)
+            }
+            for reply in waiting {
+                reply.value.withLock { $0 = .failure(error) }
+                reply.done.signal()
+            }
+            for waiter in waiters { waiter.resume(returning: ended) }
+        }
+    }
+}
