@@ -59,6 +59,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var receiver: String?
     /// How many app sessions the daemon has.
     public var apps: Int?
+    /// How many messages the receiver's gpsd source has read since the daemon started (absent for a replay):
+    /// it stands still while the receiver is off.
+    public var receiverMessages: Int?
 
     /// Creates a status report.
     public init(

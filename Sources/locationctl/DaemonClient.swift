@@ -19,6 +19,8 @@ enum DaemonClient {
             .unavailable("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.invalidTransition), .badRequest, .unknownCommand: .usage(error.message)
         case .untrustedPeer: .noPermission(error.message)
+        // Another user's app in a daemon this user may use: the message says whose.
+        case "not-owner": .noPermission("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
         case .tooManyConnections, .shuttingDown, "too-many-apps":
             .unavailable("locationd at \(socket) is busy: \(error.message)")

@@ -1,6 +1,7 @@
 import Foundation
 import LocationControl
 import LocationCore
+import LocationGPSD
 import LocationService
 import Logging
 import ServiceLifecycle
@@ -144,12 +145,12 @@ final class LocationDaemon: Service, Sendable {
         if let found {
             guard found.admits(uid) else {
                 return .failure(
-                    .permissionDenied,
+                    "not-owner",
                     "the app \(id) belongs to \(Self.userName(found.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
             }
             app = found
         } else {
-            guard let uid else { return .failure(.permissionDenied, "locationd cannot tell which user is connected") }
+            guard let uid else { return .failure("not-owner", "locationd cannot tell which user is connected") }
             guard apps.value.count < settings.maxApps else {
                 return .failure(
                     "too-many-apps",
@@ -300,7 +301,7 @@ final class LocationDaemon: Service, Sendable {
             let app = app(for: connection)
             // The app was another user's when the connection opened it, so this holds; kept as a guard.
             guard app.admits(connection.peerUID) else {
-                return .failure(.permissionDenied, "the app \(app.id) belongs to \(Self.userName(app.owner))")
+                return .failure("not-owner", "the app \(app.id) belongs to \(Self.userName(app.owner))")
             }
             if request == .watch { app.watch(from: connection) }
             return await handle(request, for: app)
@@ -393,6 +394,7 @@ final class LocationDaemon: Service, Sendable {
         status.holdLimit = manager.configuration.batchCapacity
         status.receiver = Self.describe(receiver.mode)
         status.apps = apps.value.count
+        status.receiverMessages = (receiver.source as? GPSDLocationSource)?.messagesRead
         return status
     }
 

@@ -15,15 +15,15 @@ final class RunningDaemon: Sendable {
 
     /// Starts locationd and, unless `waitUntilAnswering` is false, waits until its socket answers.
     init(
-        directory: TemporaryDirectory = TemporaryDirectory(), points: Int = 3600, extra: [String] = [],
-        environment: [String: String] = [:], waitUntilAnswering: Bool = true
+        directory: TemporaryDirectory = TemporaryDirectory(), points: Int = 3600, source: [String]? = nil,
+        extra: [String] = [], environment: [String: String] = [:], waitUntilAnswering: Bool = true
     ) throws {
         self.directory = directory
         socket = directory.file("run/control.sock")
-        let track = try directory.track(count: points)
+        // A replay of a generated walk at ten fixes a second, unless another source is given.
+        let source = try source ?? ["--replay", directory.track(count: points), "--speed", "10"]
         let (process, _, err) = try Tool.start(
-            "locationd", ["--replay", track, "--speed", "10", "--socket", socket] + extra, environment: environment,
-            in: directory)
+            "locationd", source + ["--socket", socket] + extra, environment: environment, in: directory)
         self.process = process
         log = err
         guard waitUntilAnswering else { return }

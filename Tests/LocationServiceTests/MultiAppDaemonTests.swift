@@ -1,0 +1,337 @@
+import Foundation
+import GPSDTestSupport
+import LocationControl
+import LocationCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One app's connection to a running locationd: it opens the app, watches it, and records every line.
+final class AppConnection: Sendable {
+    let app: String
+    let client: ControlClient
+    private let lines = Locked<[String]>([])
+    private let replies = Locked<[String]>([])
+
+    /// Opens `app` (with `policy` given as the request's extra members) and watches it.
+    init(socket: String, app: String, extra: String = "", watch: Bool = true) throws {
+        self.app = app
+        client = try ControlClient(path: socket)
+        try client.send(rawLine: Array(#"{"command":"open","app":"\#(app)"\#(extra)}"#.utf8) + [0x0A])
+        let opened = try JSONSerialization.jsonObject(with: Data(client.readLine(timeout: .seconds(10)))) as? [String: Any]
+        guard opened?["ok"] as? Bool == true else {
+            throw LocationError(.sourceUnavailable, "open \(app) failed: \(String(describing: opened))")
+        }
+        guard watch else { return }
+        try client.send(.watch)
+        let watching = try JSONSerialization.jsonObject(with: Data(client.readLine(timeout: .seconds(10)))) as? [String: Any]
+        guard watching?["watching"] as? Bool == true else { throw LocationError(.sourceUnavailable, "watch \(app) failed") }
+        let lines = self.lines
+        let replies = self.replies
+        let client = self.client
+        Thread.detachNewThread {
+            while let line = try? client.readLine(timeout: nil) {
+                let text = String(decoding: line, as: UTF8.self)
+                if text.hasPrefix(#"{"ok":"#) {
+                    replies.withLock { $0.append(text) }
+                } else {
+                    lines.withLock { $0.append(text) }
+                }
+            }
+        }
+    }
+
+    deinit { client.close() }
+
+    /// Event lines so far.
+    var events: [[String: Any]] {
+        lines.value.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+    /// The track times (seconds since 1970) of the locations so far, live and held.
+    var times: [Double] {
+        events.filter { $0["type"] as? String == "location" }.compactMap { $0["timestamp"] as? String }
+            .compactMap { RFC3339.parse($0)?.date.timeIntervalSince1970 }
+    }
+    var batches: [[String: Any]] { events.filter { $0["type"] as? String == "batch" } }
+    var states: [String] { events.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String } }
+
+    /// Moves the app to `state` on this connection and waits for the reply.
+    func setState(_ state: String) throws {
+        let before = replies.value.count
+        try client.send(.state(set: state))
+        let deadline = Date().addingTimeInterval(10)
+        while replies.value.count == before, Date() < deadline { usleep(5_000) }
+        guard replies.value.count > before else { throw LocationError(.sourceUnavailable, "no reply to state \(state)") }
+    }
+}
+
+/// Waits (polling real processes) until `condition` holds, at most `seconds`.
+@discardableResult
+func eventually(_ seconds: Double = 20, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
+
+/// Several apps on one locationd at once, each with its own lifecycle, policy and held fixes.
+@Suite("locationd serves many apps", .serialized)
+struct MultiAppDaemonTests {
+    /// Background acquisitions end at once on a replay's fixes, which carry no accuracy.
+    static let quickAcquisitions = ["LOCATIOND_REDUCED_ACQUISITION_TIMEOUT": "0.2"]
+
+    @Test("two apps in different states on one replay each get what their own policy says, and neither's change touches the other")
+    func twoApps() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        let front = try AppConnection(socket: daemon.socket, app: "front")
+        let back = try AppConnection(
+            socket: daemon.socket, app: "back", extra: #","reducedInterval":1,"backgroundLocation":true"#)
+        try back.setState("background")
+        #expect(try eventually { front.times.count >= 40 && back.times.count >= 3 })
+
+        // The replay runs at 10 fixes a second: the active app gets every one, the background app one a second.
+        let frontTimes = front.times
+        #expect(zip(frontTimes, frontTimes.dropFirst()).allSatisfy { $1 - $0 == 1 }, "every epoch, in order: \(frontTimes.prefix(20))")
+        let backTimes = back.times
+        let gaps = zip(backTimes, backTimes.dropFirst()).map { $1 - $0 }
+        #expect(gaps.allSatisfy { $0 >= 5 }, "about one fix per second of real time (10 track seconds): \(gaps)")
+        #expect(Double(backTimes.count) < Double(frontTimes.count) / 3, "\(backTimes.count) against \(frontTimes.count)")
+        #expect(front.states == ["active"], "the other app's background changed nothing here: \(front.states)")
+        #expect(back.states.last == "background" || back.states.last == "suspended" || back.states.contains("background"))
+
+        // The foreground app going to the background (mode off) holds its own fixes; the other goes on.
+        let backBefore = back.times.count
+        try front.setState("suspended")
+        let frontAtSuspend = front.times.count
+        #expect(try eventually { back.times.count >= backBefore + 2 }, "the background app still gets its fixes")
+        #expect(front.times.count == frontAtSuspend, "nothing live reaches a suspended app")
+        let held = try daemon.appStatus("front").held
+        #expect(held > 0)
+        try front.setState("active")
+        #expect(try eventually { front.batches.count == 1 })
+        #expect(back.batches.isEmpty, "the batch went to its app alone")
+        #expect(front.batches.first?["count"] as? Int ?? 0 >= held)
+        let defaultStatus = try daemon.status()
+        #expect(defaultStatus.state == .active && defaultStatus.policy == .high, "the default app was never touched")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("ten apps in five states at once: each gets its own stream, and each suspended one its own batch alone")
+    func tenApps() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        var apps: [(connection: AppConnection, state: String)] = []
+        let plan = ["active", "active", "active", "inactive", "background", "background", "background", "suspended", "suspended", "suspended"]
+        for (index, state) in plan.enumerated() {
+            let extra = state == "background" ? #","reducedInterval":1,"backgroundLocation":true"# : ""
+            let connection = try AppConnection(socket: daemon.socket, app: "app\(index)", extra: extra)
+            if state != "active" { try connection.setState(state) }
+            apps.append((connection, state))
+        }
+        #expect(try eventually { apps.filter { $0.state == "active" }.allSatisfy { $0.connection.times.count >= 30 } })
+        let listed = try daemon.ctl(["status", "--all", "--format", "json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let statuses = try JSONDecoder().decode([DaemonStatus].self, from: Data(listed.stdout.utf8))
+        #expect(statuses.count == 11, "ten apps and default")
+        for (connection, state) in apps {
+            let status = try #require(statuses.first { $0.app == connection.app })
+            #expect(status.state.rawValue == state, "\(connection.app)")
+            switch state {
+            case "active", "inactive":
+                #expect(connection.times.count >= 20, "\(connection.app) \(state): \(connection.times.count)")
+            case "background":
+                #expect(connection.times.count >= 1 && connection.times.count < 20, "\(connection.app): \(connection.times.count)")
+            default:
+                #expect(connection.times.isEmpty, "\(connection.app) is suspended: nothing live")
+                #expect(status.held > 0, "\(connection.app) holds its fixes")
+            }
+        }
+        // Bring one suspended app back: it alone gets a batch.
+        let returning = apps[8].connection
+        try returning.setState("active")
+        #expect(try eventually { returning.batches.count == 1 })
+        for (connection, _) in apps where connection !== returning {
+            #expect(connection.batches.isEmpty, "\(connection.app) got no batch")
+        }
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test(
+        "an app killed with kill -9 while suspended, and the daemon killed with kill -9, then both restarted: every fix held for it comes once, in order, to it alone",
+        .timeLimit(.minutes(2)))
+    func killedAppAndDaemon() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        let extra = ["--journal", directory.file("state/journal"), "--reduced-interval", "1"]
+        var daemon = try RunningDaemon(directory: directory, extra: extra, environment: Self.quickAcquisitions)
+        let bystander = try AppConnection(socket: daemon.socket, app: "bystander")
+
+        // The app runs its manager through locationd, goes to the background and is killed there.
+        let first = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
+        first.send("active")
+        #expect(eventually { first.locations(kind: "live").count >= 3 })
+        first.send("suspended")
+        #expect(eventually { first.output.contains(#""state":"suspended""#) })
+        let liveBefore = first.locations(kind: "live")
+        #expect(try eventually { try daemon.appStatus("tracker").held >= 3 })
+        first.kill9()
+        #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the daemon saw the app go")
+        #expect(try eventually { try daemon.appStatus("tracker").held >= 5 }, "and goes on holding for it")
+        let heldBeforeCrash = try daemon.appStatus("tracker").held
+        daemon.kill9()
+
+        daemon = try RunningDaemon(directory: directory, extra: extra, environment: Self.quickAcquisitions)
+        let restored = try daemon.appStatus("tracker")
+        #expect(restored.held >= heldBeforeCrash, "the journal kept every held fix: \(restored.held) of \(heldBeforeCrash)")
+        #expect(restored.abandonedSince != nil, "restored as gone until the app comes back")
+        let other = try AppConnection(socket: daemon.socket, app: "bystander")
+
+        let second = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
+        second.send("active")
+        #expect(eventually { !second.locations(kind: "held-restored").isEmpty || !second.locations(kind: "held-foreground").isEmpty })
+        let batch = second.locations(kind: "held-restored") + second.locations(kind: "held-foreground")
+        #expect(batch.count >= heldBeforeCrash, "\(batch.count) delivered, \(heldBeforeCrash) held at the crash")
+        #expect(zip(batch, batch.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice: \(batch)")
+        #expect(Set(batch).isDisjoint(with: liveBefore), "none of them had reached the app before")
+        #expect(eventually { second.locations(kind: "live").count >= 2 }, "then live fixes")
+        second.send("quit")
+        #expect(other.batches.isEmpty && bystander.batches.isEmpty, "the batch went to that app alone")
+        #expect(try daemon.appStatus("tracker").held == 0)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test(
+        "another user can neither read nor change an app's session (77, saying whose it is), and may open an app of their own",
+        .enabled(if: getuid() == 0 && SocketGroupTests.group != nil, "switching users needs root, and the group users must exist"))
+    func anotherUserIsRefused() throws {
+        let group = try #require(SocketGroupTests.group)
+        let daemon = try RunningDaemon(extra: ["--control-group", group.name])
+        chmod(daemon.directory.path, 0o755)
+        let ctl = daemon.directory.file("locationctl")
+        try FileManager.default.copyItem(atPath: Tool.path("locationctl"), toPath: ctl)
+        chmod(ctl, 0o755)
+        let mine = try daemon.ctl(["state", "background", "--app", "rootapp"])
+        #expect(mine.status == 0, "\(mine.stderr)")
+
+        for arguments in [["status"], ["state", "active"], ["current", "--timeout", "5"], ["watch", "--count", "1"]] {
+            let result = try SocketGroupTests.asNobody(
+                [ctl] + arguments + ["--app", "rootapp", "--socket", daemon.socket], groups: [group.gid], in: daemon.directory)
+            #expect(result.status == 77, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("the app rootapp belongs to root (uid 0)"), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+        #expect(try daemon.appStatus("rootapp").state == .suspended, "their state change had no effect")
+        let theirs = try SocketGroupTests.asNobody(
+            [ctl, "state", "background", "--app", "nobodys", "--socket", daemon.socket], groups: [group.gid], in: daemon.directory)
+        #expect(theirs.status == 0, "\(theirs.stderr)")
+        #expect(try daemon.appStatus("nobodys").owner == 65534)
+        let listed = try SocketGroupTests.asNobody(
+            [ctl, "status", "--all", "--format", "json", "--socket", daemon.socket], groups: [group.gid], in: daemon.directory)
+        let apps = try JSONDecoder().decode([DaemonStatus].self, from: Data(listed.stdout.utf8)).compactMap(\.app)
+        #expect(apps == ["default", "nobodys"], "another user's apps are not listed: \(apps)")
+    }
+
+    @Test(
+        "over a real gpsd the receiver follows what the apps need together: continuous for an active app, off when none wants updates",
+        .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing), .timeLimit(.minutes(2)))
+    func receiverFollowsDemandOverGPSD() throws {
+        let directory = TemporaryDirectory()
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        let daemon = try RunningDaemon(
+            directory: directory, source: ["--gpsd", "127.0.0.1:\(gpsd.port)"], environment: Self.quickAcquisitions)
+        let front = try AppConnection(socket: daemon.socket, app: "front")
+        let back = try AppConnection(socket: daemon.socket, app: "back", extra: #","reducedInterval":2,"backgroundLocation":true"#)
+        try back.setState("background")
+        #expect(try eventually(30) { front.times.count >= 5 })
+        #expect(try daemon.status().receiver == "continuous")
+
+        // Nobody in the foreground: the receiver is duty-cycled at the background app's interval.
+        let stopDefault = try AppConnection(socket: daemon.socket, app: "default", extra: #","updates":false"#, watch: false)
+        let stopFront = try AppConnection(socket: daemon.socket, app: "front", extra: #","updates":false"#, watch: false)
+        #expect(try eventually { try daemon.status().receiver == "duty-cycled every 2 s" })
+        let backBefore = back.times.count
+        #expect(try eventually(30) { back.times.count >= backBefore + 2 }, "the background app still gets its fixes")
+
+        // Nobody wants updates: the receiver is off and reads nothing from gpsd.
+        let stopBack = try AppConnection(socket: daemon.socket, app: "back", extra: #","updates":false"#, watch: false)
+        #expect(try eventually { try daemon.status().receiver == "off" })
+        let messagesAtOff = try #require(try daemon.status().receiverMessages)
+        usleep(2_000_000)
+        #expect(try daemon.status().receiverMessages == messagesAtOff, "WATCH off: not one message read in 2 s")
+
+        // One app wants updates again: the receiver runs, and messages flow.
+        let restart = try AppConnection(socket: daemon.socket, app: "front", extra: #","updates":true"#, watch: false)
+        #expect(try eventually(30) { try daemon.status().receiverMessages ?? 0 > messagesAtOff + 5 })
+        #expect(try daemon.status().receiver == "continuous")
+        withExtendedLifetime((stopDefault, stopFront, stopBack, restart)) {}
+        #expect(daemon.stop() == 0)
+    }
+}
+
+extension RunningDaemon {
+    /// The status of one app.
+    func appStatus(_ app: String) throws -> DaemonStatus {
+        let client = try ControlClient(path: socket)
+        _ = try client.request(.open(app: app))
+        return try client.request(.status).decode(DaemonStatus.self, forKey: "status")
+    }
+}
+
+/// `location-test-child --locationd-app`: an app whose manager runs through locationd, in a process of its
+/// own that the test can kill.
+final class LocationdAppProcess: Sendable {
+    let process: Process
+    private let input: FileHandle
+    private let outputPath: String
+
+    init(socket: String, app: String, in directory: TemporaryDirectory) throws {
+        let pipe = Pipe()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Tool.path("location-test-child"))
+        process.arguments = ["--locationd-app", socket, app, "--reduced-interval", "1"]
+        outputPath = directory.file("\(app)-\(UUID().uuidString).out")
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        process.standardError = FileHandle(forWritingAtPath: outputPath)
+        process.standardInput = pipe
+        input = pipe.fileHandleForWriting
+        try process.run()
+        guard eventually(20, { (try? String(contentsOfFile: outputPath, encoding: .utf8))?.contains("ready") == true }) else {
+            throw LocationError(.sourceUnavailable, "the app did not start: \(output)")
+        }
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Sends one line (a lifecycle state, or `quit`).
+    func send(_ line: String) {
+        try? input.write(contentsOf: Data((line + "\n").utf8))
+    }
+
+    /// The track times of the fixes delivered as `kind` (`live`, `held-foreground`, `held-restored`).
+    func locations(kind: String) -> [Double] {
+        output.split(separator: "\n").compactMap { line -> [Double]? in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                object["event"] as? String == "locations", object["kind"] as? String == kind
+            else { return nil }
+            return object["times"] as? [Double]
+        }.flatMap { $0 }
+    }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
