@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "LocationGPX", package: "swift-location"),
                 .product(name: "LocationGPSD", package: "swift-location"),
                 .product(name: "LocationTesting", package: "swift-location"),
+                .product(name: "LocationControl", package: "swift-location"),
                 // Internal to this repository: the held batch and journal probes, the libxml2 floor, and
                 // the gpsd/gpsfake process helpers the tests use too.
                 .product(name: "LocationDevSupport", package: "swift-location"),

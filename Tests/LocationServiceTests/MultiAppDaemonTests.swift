@@ -203,6 +203,41 @@ struct MultiAppDaemonTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("an app that went away is kept apps.keepAbandoned seconds, then dropped with its journal, and the log says so")
+    func abandonedAppsExpire() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        let daemon = try RunningDaemon(
+            directory: directory, extra: ["--journal", directory.file("state/journal")],
+            environment: Self.quickAcquisitions.merging(["LOCATIOND_APPS_KEEP_ABANDONED": "2"]) { $1 })
+        var app: AppConnection? = try AppConnection(socket: daemon.socket, app: "shortlived", extra: #","attach":true"#)
+        let journal = directory.file("state/apps/\(getuid())/shortlived.journal")
+        #expect(FileManager.default.fileExists(atPath: journal))
+        #expect(try daemon.appStatus("shortlived").attached == true)
+        app = nil
+        let gone = try daemon.ctl(["status", "--app", "shortlived"])
+        #expect(gone.stdout.contains("gone since") || gone.stdout.contains("the app is connected"), "\(gone.stdout)")
+        #expect(try eventually(15) {
+            let listed = try daemon.ctl(["status", "--all", "--format", "json"])
+            return !listed.stdout.contains(#""app":"shortlived""#)
+        }, "dropped after 2 s")
+        #expect(!FileManager.default.fileExists(atPath: journal), "its journal is removed")
+        #expect(daemon.logText.contains("dropping the app shortlived"), "\(daemon.logText)")
+        withExtendedLifetime(app) {}
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("--app takes only a valid id, and status --all does not take --app: exit 64 in one line")
+    func appOptionIsChecked() throws {
+        let directory = TemporaryDirectory()
+        for arguments in [["status", "--app", "../etc"], ["state", "--app", ""], ["current", "--app", String(repeating: "a", count: 65)],
+                          ["watch", "--app", "-x"], ["status", "--all", "--app", "x"]] {
+            let result = try Tool.run("locationctl", arguments + ["--socket", directory.file("none.sock")], timeout: 20, in: directory)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
     @Test(
         "another user can neither read nor change an app's session (77, saying whose it is), and may open an app of their own",
         .enabled(if: getuid() == 0 && SocketGroupTests.group != nil, "switching users needs root, and the group users must exist"))

@@ -6,7 +6,8 @@
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
 // with the subcommands: `batch` (held batch, flush, journal: BatchCommand), `gpx` (GPX readers side by side
-// at any size: GPXCommand) and `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand).
+// at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand) and `apps` (locationd
+// serving many apps: AppsCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
@@ -24,6 +25,9 @@ case "gpx":
     exit(0)
 case "gpsd":
     try await GPSDCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "apps":
+    try await AppsCommand.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 default:
     break
@@ -55,6 +59,7 @@ while let argument = arguments.first {
                    locationbench batch [--runs N]
                    locationbench gpx [--points N] [--seed S] [--runs R] [--keep] [--readers LIST]
                    locationbench gpsd [latency|cpu|reduced|recovery|acquisition|all] [--seconds N] [--interval N]
+                   locationbench apps [--runs N] [--seconds N]
 
             Measures every headline figure of swift-location next to its peers (gpxpy, gpsbabel,
             FoundationXML, a libxml2 counting floor, gpspipe) in one run and prints one table:
