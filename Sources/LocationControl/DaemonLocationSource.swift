@@ -78,9 +78,37 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
     // MARK: - Running
 
     /// Connects, opens the app's session as the app itself, mirrors the app's state, and forwards the
-    /// session's events until cancelled or the daemon goes away.
+    /// session's events until cancelled. When locationd cannot be reached or goes away (restarted), the source
+    /// says so once (``LocationSourceStatus/unavailable`` and a `source-unavailable` error) and connects again
+    /// with a growing delay (0.25 s to 5 s), as the gpsd source does; the daemon held the app's fixes meanwhile.
     public func run(_ context: LocationSourceContext) async throws {
         context.report(.status(.connecting))
+        var delay = Duration.milliseconds(250)
+        var reportedOutage = false
+        while !Task.isCancelled {
+            let failure: LocationError
+            do throws(LocationError) {
+                try await session(context) { reportedOutage = false; delay = .milliseconds(250) }
+                return
+            } catch {
+                failure = error
+            }
+            if Task.isCancelled { break }
+            // Refused (another user's app, a bad policy): trying again changes nothing.
+            if failure.code == .sourceFailed { throw failure }
+            if !reportedOutage {
+                reportedOutage = true
+                context.report(.status(.unavailable))
+                context.report(.error(LocationError(failure.code, failure.message + "; connecting again")))
+            }
+            try await context.clock.sleep(for: delay)
+            delay = min(delay * 2, .seconds(5))
+        }
+        throw CancellationError()
+    }
+
+    /// One connection, from `open` until it ends: returns when cancelled, throws when it failed or ended.
+    private func session(_ context: LocationSourceContext, connected: () -> Void) async throws(LocationError) {
         let client: ControlClient
         do {
             client = try ControlClient(path: socketPath)
@@ -99,16 +127,18 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
         } catch {
             self.link.withLock { if $0 === link { $0 = nil } }
             link.close()
-            throw LocationError(.sourceUnavailable, "locationd refused the app \(app): \(error.message)")
+            let code: LocationError.Code = error.code == .connectionClosed || error.code == .timeout ? .sourceUnavailable : .sourceFailed
+            throw LocationError(code, "locationd did not take the app \(app): \(error.message)")
         }
+        connected()
         let ended = await withTaskCancellationHandler {
             await link.ended()
         } onCancel: {
             link.stop(app: app)
         }
         self.link.withLock { if $0 === link { $0 = nil } }
-        if Task.isCancelled { throw CancellationError() }
-        if let ended { throw ended }
+        if Task.isCancelled { return }
+        throw ended ?? LocationError(.sourceUnavailable, "locationd ended the connection")
     }
 
     /// The state the session is told for the app's: locationd has no `notRunning` to move to.

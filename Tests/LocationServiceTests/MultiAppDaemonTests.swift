@@ -2,11 +2,22 @@ import Foundation
 import GPSDTestSupport
 import LocationControl
 import LocationCore
+import LocationGPX
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Waits (polling, without blocking a thread) until `condition` holds, at most `seconds`.
+func eventuallyAsync(_ seconds: Double, _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
 
 /// One app's connection to a running locationd: it opens the app, watches it, and records every line.
 final class AppConnection: Sendable {
@@ -201,6 +212,104 @@ struct MultiAppDaemonTests {
         #expect(other.batches.isEmpty && bystander.batches.isEmpty, "the batch went to that app alone")
         #expect(try daemon.appStatus("tracker").held == 0)
         #expect(daemon.stop() == 0)
+    }
+
+    @Test(
+        "an app's manager through locationd (DaemonLocationSource) sees the same delegate sequence as with a direct source: live, nothing while suspended, one batch on willEnterForeground, live",
+        .timeLimit(.minutes(1)))
+    func swiftClientGivesTheDirectSequence() async throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        let reduced = ReducedAccuracyPolicy(interval: .milliseconds(500), desiredAccuracy: nil, acquisitionTimeout: .milliseconds(200))
+        let direct = try await Self.lifecycleSequence(reduced: reduced) { _ in
+            try GPXReplaySource(path: daemon.directory.file("walk.gpx"), options: GPXReplaySource.Options(pacing: .speedFactor(10)))
+        }
+        let throughDaemon = try await Self.lifecycleSequence(reduced: reduced) { application in
+            try DaemonLocationSource(
+                app: "client", application: application, socket: daemon.socket, policy: AppPolicy(reducedInterval: 0.5))
+        }
+        let expected = [
+            "didFinishLaunching", "didBecomeActive", "live", "willResignActive", "didEnterBackground", "didSuspend",
+            "willEnterForeground", "held-foreground", "didBecomeActive", "live",
+        ]
+        #expect(direct == expected, "the direct source: \(direct)")
+        #expect(throughDaemon == expected, "through locationd: \(throughDaemon)")
+        #expect(try daemon.appStatus("client").attached == false, "stopping the updates detached the app")
+        #expect(try daemon.appStatus("client").abandonedSince == nil, "and it is not held for as gone")
+    }
+
+    @Test("the Swift client says once that locationd went away, connects again when it is back, and live fixes resume", .timeLimit(.minutes(1)))
+    func swiftClientReconnects() async throws {
+        final class Counter: LocationManagerDelegate {
+            let fixes = Locked(0)
+            let errors = Locked<[LocationError]>([])
+            func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
+                switch event {
+                case .locations(let locations, _): fixes.withLock { $0 += locations.count }
+                case .error(let error): errors.withLock { $0.append(error) }
+                default: break
+                }
+            }
+        }
+        let directory = TemporaryDirectory()
+        var daemon = try RunningDaemon(directory: directory)
+        let application = Application()
+        let source = try DaemonLocationSource(app: "client", application: application, socket: daemon.socket)
+        let manager = try LocationManager(source: source, application: application)
+        let counter = Counter()
+        manager.delegate = counter
+        try application.finishLaunching()
+        manager.startUpdatingLocation()
+        #expect(await eventuallyAsync(20) { counter.fixes.value >= 3 })
+        daemon.kill9()
+        #expect(await eventuallyAsync(20) { counter.errors.value.contains { $0.code == .sourceUnavailable } })
+        #expect(manager.sourceStatus == .unavailable)
+        daemon = try RunningDaemon(directory: directory)
+        let before = counter.fixes.value
+        #expect(await eventuallyAsync(30) { counter.fixes.value >= before + 3 }, "live fixes after the restart")
+        #expect(counter.errors.value.filter { $0.code == .sourceUnavailable }.count == 1, "one line for the outage: \(counter.errors.value)")
+        manager.stopUpdatingLocation()
+        await manager.waitForPendingDeliveries()
+        #expect(daemon.stop() == 0)
+    }
+
+    /// Runs an app through active → suspended → active on `source` and returns what its delegate saw: each
+    /// lifecycle message, `live` for a run of live fixes, and `held-REASON` for a batch.
+    static func lifecycleSequence(
+        reduced: ReducedAccuracyPolicy, source makeSource: (Application) throws -> any LocationSource
+    ) async throws -> [String] {
+        final class Recorder: LocationManagerDelegate {
+            let seen = Locked<[String]>([])
+            func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
+                let name: String
+                switch event {
+                case .locations(_, .live): name = "live"
+                case .locations(_, .held(let reason)): name = "held-\(reason.rawValue)"
+                case .lifecycle(let message): name = "\(message)"
+                default: return
+                }
+                seen.withLock { if $0.last != name || name != "live" { $0.append(name) } }
+            }
+            var liveRuns: Int { seen.value.filter { $0 == "live" }.count }
+        }
+        let application = Application()
+        let source = try makeSource(application)
+        let manager = try LocationManager(
+            source: source, application: application, configuration: LocationManagerConfiguration(reduced: reduced))
+        let recorder = Recorder()
+        manager.delegate = recorder
+        try application.finishLaunching()
+        manager.startUpdatingLocation()
+        try application.transition(to: .active)
+        #expect(await eventuallyAsync(20) { recorder.liveRuns >= 1 })
+        try await Task.sleep(for: .milliseconds(300))
+        try application.transition(to: .suspended)
+        // Long enough for several background acquisitions to be held.
+        try await Task.sleep(for: .seconds(2))
+        try application.transition(to: .active)
+        #expect(await eventuallyAsync(20) { recorder.liveRuns >= 2 })
+        manager.stopUpdatingLocation()
+        await manager.waitForPendingDeliveries()
+        return recorder.seen.value
     }
 
     @Test("an app that went away is kept apps.keepAbandoned seconds, then dropped with its journal, and the log says so")
