@@ -20,8 +20,8 @@ import Glibc
 /// ```
 ///
 /// While the manager runs it, the source is the app's own connection to its session (`open` with `attach`):
-/// - every lifecycle change of `application` is made in the session too, before the app's other observers
-///   hear of it, so the daemon holds fixes from the moment the app enters the background;
+/// - every lifecycle change of `application` is made in the session too, before the manager acts on it, so
+///   the daemon holds fixes from the moment the app enters the background;
 /// - the session's fixes reach the manager as a direct source's would, and the batch the daemon held is
 ///   handed to the manager as its own held batch: the delegate sees one batch on `willEnterForeground`, as
 ///   with a direct gpsd source;
@@ -29,7 +29,7 @@ import Glibc
 ///   journaled; when the app runs this source again they arrive as one batch, oldest first.
 ///
 /// Stopping the updates detaches from the session and stops its updates.
-public final class DaemonLocationSource: LocationSource, ApplicationObserver {
+public final class DaemonLocationSource: LocationSource {
     /// The app's id in locationd.
     public let app: String
     /// The control socket.
@@ -41,16 +41,16 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
     public static let lifecycleTimeout: Duration = .seconds(5)
 
     private let link = Locked<Link?>(nil)
-    private let lifecycle: Locked<ApplicationState>
+    private let application: Application
 
     /// A short name for logs and status: `locationd APP at SOCKET`.
     public var name: String { "locationd \(app) at \(socketPath)" }
 
-    /// Creates the source and starts following `application`'s lifecycle.
+    /// Creates the source for the app whose lifecycle is `application`.
     ///
     /// - Parameters:
     ///   - app: The app's id (1 to 64 of `A-Z a-z 0-9 . _ -`).
-    ///   - application: The app's lifecycle; create the source before the app's manager.
+    ///   - application: The app's lifecycle, the one its manager follows.
     ///   - socket: locationd's control socket; by default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     ///     `/run/locationd/control.sock`.
     ///   - policy: The app's own policy in its session.
@@ -62,8 +62,7 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
         self.app = app
         self.policy = policy
         socketPath = socket ?? Self.defaultSocket()
-        lifecycle = Locked(application.applicationState)
-        application.addObserver(self)
+        self.application = application
     }
 
     /// The user's daemon socket if there is one, else the system service's.
@@ -123,7 +122,9 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
             // Watching first: a batch that the app's state flushes comes to this connection.
             _ = try link.call(.watch, timeout: Self.lifecycleTimeout)
             self.link.withLock { $0 = link }
-            _ = try link.call(.state(set: daemonState(lifecycle.value).rawValue), timeout: Self.lifecycleTimeout)
+            // From now on every lifecycle message is made in the session before the manager acts on it.
+            context.onLifecycle { [weak self] event in self?.mirror(event) }
+            _ = try link.call(.state(set: daemonState(application.applicationState).rawValue), timeout: Self.lifecycleTimeout)
         } catch {
             self.link.withLock { if $0 === link { $0 = nil } }
             link.close()
@@ -146,25 +147,23 @@ public final class DaemonLocationSource: LocationSource, ApplicationObserver {
         state == .notRunning ? .suspended : state
     }
 
-    /// Makes a lifecycle change in the session, waiting for the daemon (bounded), so that what the change
-    /// flushes is with the manager before the app's other observers hear of it.
-    private func mirror(_ state: ApplicationState) {
-        lifecycle.withLock { $0 = state }
+    /// Makes a lifecycle message's change in the session, waiting for the daemon (bounded), so that a batch
+    /// the change flushes is with the manager before the manager acts on the message.
+    private func mirror(_ event: ApplicationEvent) {
         guard let link = link.value else { return }
-        _ = try? link.call(.state(set: daemonState(state).rawValue), timeout: Self.lifecycleTimeout)
-    }
-
-    public func applicationWillResignActive(_ application: Application) { mirror(.inactive) }
-    public func applicationDidEnterBackground(_ application: Application) { mirror(.background) }
-    public func applicationDidSuspend(_ application: Application) { mirror(.suspended) }
-    public func applicationWillEnterForeground(_ application: Application) { mirror(.inactive) }
-    public func applicationDidBecomeActive(_ application: Application) { mirror(.active) }
-    public func applicationDidFinishLaunching(_ application: Application) {
-        lifecycle.withLock { $0 = application.applicationState }
-    }
-    public func applicationWillTerminate(_ application: Application) {
-        lifecycle.withLock { $0 = .notRunning }
-        link.value?.stop(app: app)
+        let state: ApplicationState
+        switch event {
+        case .willResignActive, .willEnterForeground: state = .inactive
+        case .didEnterBackground: state = .background
+        case .didSuspend: state = .suspended
+        case .didBecomeActive: state = .active
+        case .didFinishLaunching: return
+        case .willTerminate:
+            // Quitting is not going away: nothing is held for an app that quit.
+            link.stop(app: app)
+            return
+        }
+        _ = try? link.call(.state(set: state.rawValue), timeout: Self.lifecycleTimeout)
     }
 
     // MARK: - The connection

@@ -59,6 +59,14 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var receiver: String?
     /// How many app sessions the daemon has.
     public var apps: Int?
+    /// The app's seconds between background acquisitions.
+    public var reducedInterval: Double?
+    /// The app's accuracy (metres) that ends a background acquisition; absent: the first fix.
+    public var reducedAccuracy: Double?
+    /// The app's background location mode.
+    public var backgroundLocation: Bool?
+    /// Whether the app wants location updates.
+    public var updating: Bool?
     /// How many messages the receiver's gpsd source has read since the daemon started (absent for a replay):
     /// it stands still while the receiver is off.
     public var receiverMessages: Int?

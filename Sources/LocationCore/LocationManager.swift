@@ -632,6 +632,9 @@ public final class LocationManager: Sendable {
     /// Handles one lifecycle message: it goes into the event stream first, so that what it causes (a
     /// policy change, a flushed batch) follows it.
     fileprivate func handle(_ event: ApplicationEvent) {
+        // The source first, outside the lock: it may hand over fixes held elsewhere, which this message
+        // then flushes with the rest.
+        state.withLock { $0.context }?.lifecycleWillChange(event)
         state.withLock { state in
             enqueue(.lifecycle(event))
             switch event {

@@ -23,6 +23,8 @@ public final class LocationSourceContext: Sendable {
     private let sink: @Sendable (LocationSourceEvent) -> Void
     /// Where fixes that another holder kept for the app go (set by the manager); see ``deliverHeld(_:)``.
     private let heldSink = Locked<(@Sendable ([Location]) -> Void)?>(nil)
+    /// Who hears of the app's lifecycle messages before the manager acts on them; see ``onLifecycle(_:)``.
+    private let lifecycleSink = Locked<(@Sendable (ApplicationEvent) -> Void)?>(nil)
 
     /// Creates a context with an initial mode and a sink that receives every reported event.
     public init(
@@ -100,6 +102,19 @@ public final class LocationSourceContext: Sendable {
     /// Installs the receiver of ``deliverHeld(_:)``.
     package func onHeld(_ receive: @escaping @Sendable ([Location]) -> Void) {
         heldSink.withLock { $0 = receive }
+    }
+
+    /// Calls `receive` with each of the app's lifecycle messages, on the thread that sends it, before the
+    /// manager acts on it (before a policy change, before a held batch is flushed): a source that holds
+    /// fixes for the app elsewhere hands them over with ``deliverHeld(_:)`` from there, and they go out in the
+    /// batch the message flushes.
+    package func onLifecycle(_ receive: @escaping @Sendable (ApplicationEvent) -> Void) {
+        lifecycleSink.withLock { $0 = receive }
+    }
+
+    /// Tells the source of a lifecycle message the manager is about to act on.
+    package func lifecycleWillChange(_ event: ApplicationEvent) {
+        lifecycleSink.value?(event)
     }
 
     /// Reports an event to the runner.

@@ -17,6 +17,16 @@ extension DaemonStatus {
         state == .suspended ? "in the background, not running" : "executing in background"
     }
 
+    /// The app's own settings after its policy, when the daemon reports them.
+    private var policyDetail: String {
+        guard let reducedInterval else { return "" }
+        var parts = ["background: one fix every \(ValueRange.text(reducedInterval)) s"
+            + (reducedAccuracy.map { " at \(ValueRange.text($0)) m or better" } ?? "")]
+        if let backgroundLocation { parts.append("background location \(backgroundLocation ? "on" : "off")") }
+        if updating == false { parts.append("updates stopped") }
+        return " (" + parts.joined(separator: "; ") + ")"
+    }
+
     /// Aligned `label: value` lines for people.
     package var text: String {
         let fix: String
@@ -35,7 +45,7 @@ extension DaemonStatus {
         if let receiver { appRows.append(("receiver", receiver + (apps.map { " for \($0) \($0 == 1 ? "app" : "apps")" } ?? ""))) }
         let rows: [(String, String)] = appRows + [
             ("state", state.rawValue + (executingInBackground ? " (\(Self.backgroundDetail(state)))" : "")),
-            ("policy", policy.rawValue),
+            ("policy", policy.rawValue + policyDetail),
             ("source", sourceLine),
             ("last fix", fix),
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (holdLimit.map { " of at most \($0)" } ?? "")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationControl
 import LocationCore
 
 /// The accuracy-policy knobs shared by `replay`, `watch` and `locationd`.
@@ -45,3 +46,31 @@ package enum Switch: String, ExpressibleByArgument, CaseIterable, Sendable {
 }
 
 extension AccuracyPolicy: ExpressibleByArgument {}
+
+/// An app's own policy in locationd (`locationctl state --app NAME --reduced-interval …`): sent with the
+/// `open` that names the app, so it changes that app's session and no other.
+package struct AppPolicyOptions: ParsableArguments {
+    /// Creates the options (ArgumentParser fills them in).
+    package init() {}
+
+    @Option(name: .customLong("reduced-interval"), parsing: .unconditional, help: ArgumentHelp("The app's seconds between background acquisitions (\(ValueRange.backgroundInterval)).", valueName: "SEC"))
+    package var reducedInterval: NumberArgument?
+
+    @Option(name: .customLong("reduced-accuracy"), parsing: .unconditional, help: ArgumentHelp("The app's accuracy in metres that ends a background acquisition (\(ValueRange.distance)); a fix of unknown accuracy never meets it, so each acquisition then lasts its whole timeout.", valueName: "METRES"))
+    package var reducedAccuracy: NumberArgument?
+
+    @Option(name: .customLong("background-location"), help: ArgumentHelp("The app's background location mode. on: in the background or suspended it gets its reduced fixes live; off: they are held until it returns to the foreground.", valueName: "on|off"))
+    package var backgroundLocation: Switch?
+
+    @Option(name: .customLong("updates"), help: ArgumentHelp("off stops the app's updates (the receiver is switched off when no app wants any); on starts them again.", valueName: "on|off"))
+    package var updates: Switch?
+
+    /// The settings given, or nil when none was.
+    package func policy() throws(CommandFailure) -> AppPolicy? {
+        guard reducedInterval != nil || reducedAccuracy != nil || backgroundLocation != nil || updates != nil else { return nil }
+        var policy = AppPolicy(backgroundLocation: backgroundLocation.map { $0 == .on }, updates: updates.map { $0 == .on })
+        policy.reducedInterval = try reducedInterval?.value(in: .backgroundInterval, for: "--reduced-interval")
+        policy.reducedAccuracy = try reducedAccuracy?.value(in: .distance, for: "--reduced-accuracy")
+        return policy
+    }
+}

@@ -52,8 +52,10 @@ enum DaemonClient {
     }
 
     /// Sends one request and returns the reply, on a thread of its own (the client blocks).
-    static func request(_ request: ControlRequest, socket: String, app: String? = nil) async throws -> ControlResponse {
-        switch await send(request, socket: socket, app: app) {
+    static func request(
+        _ request: ControlRequest, socket: String, app: String? = nil, policy: AppPolicy? = nil
+    ) async throws -> ControlResponse {
+        switch await send(request, socket: socket, app: app, policy: policy) {
         case .success(let response): return response
         case .failure(let error): throw failure(error, socket: socket)
         }
@@ -62,11 +64,11 @@ enum DaemonClient {
     /// Sends one request to the first of `sockets` that answers and returns the reply and that socket.
     /// When none answers, the failure names every socket tried and why (the last one's exit code).
     static func request(
-        _ request: ControlRequest, sockets: ControlSocketChoice, app: String? = nil
+        _ request: ControlRequest, sockets: ControlSocketChoice, app: String? = nil, policy: AppPolicy? = nil
     ) async throws -> (ControlResponse, socket: String) {
         var reasons: [(socket: String, error: ControlError)] = []
         for socket in sockets.candidates {
-            switch await send(request, socket: socket, app: app) {
+            switch await send(request, socket: socket, app: app, policy: policy) {
             case .success(let response): return (response, socket)
             case .failure(let error):
                 guard !sockets.isExplicit, triesNext(error) else { throw failure(error, socket: socket) }
@@ -91,12 +93,16 @@ enum DaemonClient {
 
     /// Sends one request on a thread of its own, about `app` when one is named (an `open` first, on the
     /// same connection), and returns the reply or the error as it is.
-    private static func send(_ request: ControlRequest, socket: String, app: String?) async -> Result<ControlResponse, ControlError> {
+    private static func send(
+        _ request: ControlRequest, socket: String, app: String?, policy: AppPolicy? = nil
+    ) async -> Result<ControlResponse, ControlError> {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(returning: Result { () throws(ControlError) in
                     let client = try ControlClient(path: socket)
-                    if let app { _ = try client.request(.open(app: app)) }
+                    if app != nil || policy != nil {
+                        _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, policy: policy ?? AppPolicy()))
+                    }
                     return try client.request(request)
                 })
             }
@@ -139,13 +145,15 @@ enum DaemonClient {
     /// Streams the daemon's events into `writer` until the limits, a signal, the duration, or the daemon ends it.
     static func watch(
         socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?,
-        app: String? = nil
+        app: String? = nil, policy: AppPolicy? = nil
     ) async throws -> CommandFailure? {
         let client: ControlClient
         let lines: AsyncThrowingStream<[UInt8], any Error>
         do {
             client = try ControlClient(path: socket)
-            if let app { _ = try client.request(.open(app: app)) }
+            if app != nil || policy != nil {
+                _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, policy: policy ?? AppPolicy()))
+            }
             lines = try client.watch()
         } catch {
             throw failure(error, socket: socket)

@@ -11,13 +11,19 @@ struct State: AsyncParsableCommand {
         discussion: """
             Without an argument prints the state. With one, moves the daemon there through the allowed \
             intermediate states, exactly as an app would: background switches to the reduced policy, \
-            suspended holds fixes, and returning to active delivers the held batch to watchers.
+            suspended holds fixes, and returning to active delivers the held batch to watchers. \
+            With --app, acts on that app's session alone; the policy options set that app's own policy \
+            (without --app, the shared app default's): \
+            locationctl state background --app logger --background-location on --reduced-interval 60 \
+            keeps the app logger getting one fix a minute in the background.
             """)
 
     @Argument(help: ArgumentHelp("The state to move to.", valueName: "active|inactive|background|suspended"))
     var target: TargetState?
 
     @OptionGroup var daemon: DaemonOptions
+
+    @OptionGroup(title: "The app's own policy (in its session; other apps keep theirs)") var appPolicy: AppPolicyOptions
 
     @Option(help: ReportFormat.help)
     var format: ReportFormat = .text
@@ -29,7 +35,8 @@ struct State: AsyncParsableCommand {
     func run() async throws {
         try await runReportingFailures {
             let (_, sockets) = try await daemon.resolve()
-            let (response, path) = try await DaemonClient.request(.state(set: target?.rawValue), sockets: sockets, app: daemon.app)
+            let (response, path) = try await DaemonClient.request(
+                .state(set: target?.rawValue), sockets: sockets, app: daemon.app, policy: try appPolicy.policy())
             // A reply without these members is malformed, not "unknown": an error, never exit 0.
             let state: ApplicationState, background: Bool, policy: AccuracyPolicy
             do throws(ControlError) {

@@ -97,7 +97,8 @@ struct Watch: AsyncParsableCommand {
             let failure: CommandFailure?
             if let daemonSocket {
                 failure = try await DaemonClient.watch(
-                    socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration, app: app)
+                    socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration, app: app,
+                    policy: try daemonPolicy())
             } else {
                 failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
             }
@@ -111,6 +112,21 @@ struct Watch: AsyncParsableCommand {
 
     /// The first default socket (LOCATIOND_SOCKET, the configuration's, the user's, the system's) on which
     /// a daemon this user may use is listening, unless the options ask for gpsd itself.
+    /// Through locationd, the policy flags set the watched app's own policy; `--reduced-distance` has no
+    /// per-app equivalent and is refused rather than ignored.
+    private func daemonPolicy() throws(CommandFailure) -> AppPolicy? {
+        if policyOptions.reducedDistance != nil {
+            throw CommandFailure.usage("--reduced-distance applies to a local manager (with gpsd); locationd's apps take it from its configuration (reduced.distance)")
+        }
+        guard policyOptions.reducedInterval != nil || policyOptions.reducedAccuracy != nil || policyOptions.backgroundLocation != nil else {
+            return nil
+        }
+        var policy = AppPolicy(backgroundLocation: policyOptions.backgroundLocation.map { $0 == .on })
+        policy.reducedInterval = try policyOptions.reducedInterval?.value(in: .backgroundInterval, for: "--reduced-interval")
+        policy.reducedAccuracy = try policyOptions.reducedAccuracy?.value(in: .distance, for: "--reduced-accuracy")
+        return policy
+    }
+
     private func listeningDaemon() async throws -> String? {
         guard !gpsdOptions.isSet, policy == .high else { return nil }
         let settings = try await policyOptions.resolve()

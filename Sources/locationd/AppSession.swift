@@ -84,6 +84,31 @@ final class AppSession: Sendable {
             return links.modeBeforeGone
         }
         if let mode { manager.allowsBackgroundLocationUpdates = mode }
+        if let goneMarker { unlink(goneMarker) }
+    }
+
+    /// Beside the journal, the time the app went away, so that a restarted daemon knows it is still gone
+    /// (and since when); absent while the app is there, and without a journal.
+    var goneMarker: String? { manager.journalPath.map { $0 + ".gone" } }
+
+    /// Notes that the app went away at `date` (in the marker), for a restart to find.
+    func saveGone(at date: Date) {
+        guard let goneMarker else { return }
+        let text = RFC3339.string(from: Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))) + "\n"
+        let fd = open(goneMarker, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return }
+        _ = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+        close(fd)
+    }
+
+    /// The time the marker says the app went away, if there is a marker (a regular file of one date).
+    func savedGone() -> Date? {
+        guard let goneMarker else { return nil }
+        var info = stat()
+        guard lstat(goneMarker, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size < 64,
+            let text = try? String(contentsOfFile: goneMarker, encoding: .utf8)
+        else { return nil }
+        return RFC3339.parse(text.trimmingCharacters(in: .whitespacesAndNewlines))?.date
     }
 
     /// The app stopped being this connection (it stopped its updates, or is quitting): nothing is held for

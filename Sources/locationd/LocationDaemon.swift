@@ -96,9 +96,10 @@ final class LocationDaemon: Service, Sendable {
             id: id, owner: owner, source: receiver.tap(), settings: appSettings, startState: startState,
             stateFile: stateFile, logger: logger, now: now, send: Self.sender(server: server))
         app.manager.startUpdatingLocation()
-        if restoring {
+        // Restored: an app that had gone away is still gone (and is held for); any other resumes as it was.
+        if restoring, let since = app.savedGone() {
             app.holdWhileGone()
-            app.markAbandoned(since: now())
+            app.markAbandoned(since: since)
         }
         return app
     }
@@ -122,7 +123,8 @@ final class LocationDaemon: Service, Sendable {
                 do throws(LocationError) {
                     let app = try makeApp(id, owner: owner, restoring: true)
                     apps.withLock { $0[id] = app }
-                    logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes")
+                    let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0))" } ?? ""
+                    logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
                 } catch {
                     logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
                 }
@@ -189,8 +191,11 @@ final class LocationDaemon: Service, Sendable {
     private func connectionClosed(_ connection: ControlConnection) {
         let id = connectionApps.withLock { $0.removeValue(forKey: connection) }
         let app = id.flatMap { id in apps.withLock { $0[id] } } ?? defaultApp
-        if app.connectionClosed(connection, at: now()) {
+        // Whole seconds: the time is shown to people and saved for a restart.
+        let date = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+        if app.connectionClosed(connection, at: date) {
             app.holdWhileGone()
+            app.saveGone(at: date)
             logger.notice("the app \(app.id) went away while tracking; holding its fixes for \(ValueRange.text(settings.keepAbandoned)) s at most")
         }
     }
@@ -210,6 +215,8 @@ final class LocationDaemon: Service, Sendable {
             if let journal = app.manager.journalPath {
                 unlink(journal)
                 unlink(LifecycleStateFile(journalPath: journal).path)
+                unlink(journal + ".lock")
+                if let marker = app.goneMarker { unlink(marker) }
             }
         }
     }
@@ -392,6 +399,11 @@ final class LocationDaemon: Service, Sendable {
             status.keptUntil = RFC3339.string(from: since.addingTimeInterval(settings.keepAbandoned))
         }
         status.holdLimit = manager.configuration.batchCapacity
+        let reduced = manager.reducedPolicy
+        status.reducedInterval = reduced.interval.seconds
+        status.reducedAccuracy = reduced.desiredAccuracy
+        status.backgroundLocation = manager.allowsBackgroundLocationUpdates
+        status.updating = manager.isUpdatingLocation
         status.receiver = Self.describe(receiver.mode)
         status.apps = apps.value.count
         status.receiverMessages = (receiver.source as? GPSDLocationSource)?.messagesRead

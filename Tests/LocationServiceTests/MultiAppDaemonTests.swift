@@ -194,10 +194,14 @@ struct MultiAppDaemonTests {
         let heldBeforeCrash = try daemon.appStatus("tracker").held
         daemon.kill9()
 
-        daemon = try RunningDaemon(directory: directory, extra: extra, environment: Self.quickAcquisitions)
+        // The replay starts further on, so that what the new daemon holds cannot be mistaken for what the
+        // first one held (a replay started again begins at its first point).
+        daemon = try RunningDaemon(directory: directory, extra: extra + ["--start-at", "1000"], environment: Self.quickAcquisitions)
         let restored = try daemon.appStatus("tracker")
         #expect(restored.held >= heldBeforeCrash, "the journal kept every held fix: \(restored.held) of \(heldBeforeCrash)")
         #expect(restored.abandonedSince != nil, "restored as gone until the app comes back")
+        let bystanderRestored = try daemon.appStatus("bystander")
+        #expect(bystanderRestored.abandonedSince == nil && bystanderRestored.state == .active, "an app that never went away resumes as it was")
         let other = try AppConnection(socket: daemon.socket, app: "bystander")
 
         let second = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
