@@ -12,7 +12,7 @@ import LocationCore
 /// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
 /// | ``status`` | `{"command":"status"}` |
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
-/// | ``open(app:attach:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
+/// | ``open(app:attach:create:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
 /// | ``apps`` | `{"command":"apps"}` |
 ///
 /// Every request acts on the connection's app: `default` until an `open` names another.
@@ -33,7 +33,10 @@ public enum ControlRequest: Sendable, Hashable {
     /// daemon treats the app as terminated while tracking and holds its fixes until it comes back.
     ///
     /// `policy` sets the app's own policy (``AppPolicy``); what it leaves out stays as it is.
-    case open(app: String, attach: Bool = false, policy: AppPolicy = AppPolicy())
+    ///
+    /// With `create` false an app that does not exist is not created: the reply is `no-such-app` (a
+    /// command that only reads, such as `status`, never leaves an app behind).
+    case open(app: String, attach: Bool = false, create: Bool = true, policy: AppPolicy = AppPolicy())
     /// Every app session the caller may see, with each one's status.
     case apps
 
@@ -145,7 +148,7 @@ public enum ControlRequest: Sendable, Hashable {
             } catch {
                 throw ControlError(.badRequest, error.message)
             }
-            self = .open(app: app, attach: wire.attach ?? false, policy: policy)
+            self = .open(app: app, attach: wire.attach ?? false, create: wire.create ?? true, policy: policy)
         case "apps":
             self = .apps
         default:
@@ -166,9 +169,10 @@ public enum ControlRequest: Sendable, Hashable {
             if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
         case .state(let target):
             if let target { text += ",\"set\":\(JSONText.string(target))" }
-        case .open(let app, let attach, let policy):
+        case .open(let app, let attach, let create, let policy):
             text += ",\"app\":\(JSONText.string(app))"
             if attach { text += ",\"attach\":true" }
+            if !create { text += ",\"create\":false" }
             text += policy.jsonMembers
         case .status, .watch, .apps:
             break
@@ -180,7 +184,7 @@ public enum ControlRequest: Sendable, Hashable {
     /// The keys each command takes.
     private static let keys: [String: [String]] = [
         "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
-        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates"], "apps": ["command"],
+        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates"], "apps": ["command"],
     ]
 
     /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
@@ -207,6 +211,7 @@ public enum ControlRequest: Sendable, Hashable {
         var set: String?
         var app: String?
         var attach: Bool?
+        var create: Bool?
         var distanceFilter: Double?
         var reducedInterval: Double?
         var reducedAccuracy: Double?

@@ -1,3 +1,4 @@
+import Foundation
 import LocationCore
 
 /// One receiver shared by many apps: the daemon's source runs once, at what the apps need together, and
@@ -12,7 +13,9 @@ import LocationCore
 /// Each tap gets what its own mode allows from that one stream: a continuous tap every fix; a duty-cycled tap
 /// one fix per interval, the first that meets its accuracy (else the best seen within its acquisition
 /// timeout), taken from the fixes that arrive anyway, so an app in the background costs no acquisition of
-/// its own while another keeps the receiver running. Status, errors and satellite counts go to every tap.
+/// its own while another keeps the receiver running. Intervals are counted in the fixes' own time, as the
+/// receiver's duty cycle is: the same as the clock's for a live receiver, and track time for a replay played
+/// faster than life. Status, errors and satellite counts go to every tap.
 ///
 /// A source that ends (a replay reached its end) ends every tap, and later taps end at once: it is never
 /// started again from its first point. A source that fails fails the taps running then; the next tap starts
@@ -21,7 +24,6 @@ package final class SharedReceiver: Sendable {
     /// The receiver's source.
     package let source: any LocationSource
     private let clock: any Clock<Duration>
-    private let timeline: Timeline
     private let state = Locked(State())
 
     /// How a fix that arrives a little early still counts for a duty-cycled tap: fixes come at the
@@ -32,9 +34,9 @@ package final class SharedReceiver: Sendable {
         var mode: AcquisitionMode
         var report: @Sendable (LocationSourceEvent) -> Void
         var finish: @Sendable (Result<Void, any Error>) -> Void
-        /// A duty-cycled tap: when its last acquisition began (it is due one interval later).
+        /// A duty-cycled tap: when its last acquisition began, in fix time (it is due one interval later).
         var lastAcquisition: Duration?
-        /// A duty-cycled tap: when its current acquisition began, and what it has seen.
+        /// A duty-cycled tap: when its current acquisition began, in fix time, and what it has seen.
         var window: (start: Duration, selector: AcquisitionSelector)?
     }
 
@@ -58,7 +60,6 @@ package final class SharedReceiver: Sendable {
     package init(source: any LocationSource, clock: any Clock<Duration> = ContinuousClock()) {
         self.source = source
         self.clock = clock
-        self.timeline = Timeline(clock: clock)
     }
 
     /// A new tap: a ``LocationSource`` for one app's manager.
@@ -193,7 +194,6 @@ package final class SharedReceiver: Sendable {
     /// Hands one of the source's events to every tap, each as its mode allows. Called on the source's
     /// reporting thread, one event at a time, so every tap sees the events in the source's order.
     private func fanOut(_ event: LocationSourceEvent, generation: Int) {
-        let now = timeline.now
         let deliveries = state.withLock { state -> [(@Sendable (LocationSourceEvent) -> Void, LocationSourceEvent)] in
             guard state.generation == generation else { return [] }
             if case .status(let status) = event { state.lastStatus = status }
@@ -204,7 +204,7 @@ package final class SharedReceiver: Sendable {
             var out: [(@Sendable (LocationSourceEvent) -> Void, LocationSourceEvent)] = []
             for id in state.taps.keys.sorted() {
                 guard var tap = state.taps[id] else { continue }
-                if let chosen = Self.offer(location, at: now, to: &tap, receiverMode: receiverMode) {
+                if let chosen = Self.offer(location, to: &tap, receiverMode: receiverMode) {
                     out.append((tap.report, .location(chosen)))
                 }
                 state.taps[id] = tap
@@ -217,9 +217,16 @@ package final class SharedReceiver: Sendable {
     /// What a tap takes of one fix: every fix when continuous; when duty-cycled, once it is due, the first
     /// that meets its accuracy or the best seen when its acquisition time is up.
     private static func offer(
-        _ location: Location, at now: Duration, to tap: inout TapState, receiverMode: AcquisitionMode?
+        _ location: Location, to tap: inout TapState, receiverMode: AcquisitionMode?
     ) -> Location? {
         guard case .dutyCycled(let cycle) = tap.mode else { return location }
+        let seconds = location.timestamp.timeIntervalSince1970
+        // A time that is no number (never from a checked source) cannot be placed: it is simply passed on.
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return location }
+        let now = Duration.milliseconds(Int64((seconds * 1000).rounded()))
+        // The receiver's clock went back (a replay looping, a clock jump): count afresh from this fix.
+        if let last = tap.lastAcquisition, now < last { tap.lastAcquisition = nil }
+        if let window = tap.window, now < window.start { tap.window = nil }
         // A duty-cycled receiver delivers one fix per acquisition, already the best it found: take it as
         // this tap's acquisition when due. A continuous one delivers every epoch: a fix up to half its
         // cadence early is still due.
@@ -230,7 +237,8 @@ package final class SharedReceiver: Sendable {
             slack = receiverCycle.interval / 2
             receiverAcquires = true
         default:
-            slack = epoch / 2
+            // Epochs carry exact times: a tenth of the interval (at most half an epoch) absorbs rounding.
+            slack = min(cycle.interval / 10, epoch / 2)
             receiverAcquires = false
         }
         if let last = tap.lastAcquisition, now < last + cycle.interval - slack { return nil }
@@ -269,6 +277,8 @@ package final class SharedReceiver: Sendable {
                     id.withLock { $0 = attached }
                     guard let attached else { return }
                     context.forwardModeChanges { mode in receiver.setMode(mode, of: attached) }
+                    // A change made between joining and forwarding is not lost.
+                    receiver.setMode(context.mode, of: attached)
                     // Cancelled before attaching: the cancellation handler found no id to detach.
                     if Task.isCancelled { receiver.detach(attached) }
                 }

@@ -21,6 +21,8 @@ enum DaemonClient {
         case .untrustedPeer: .noPermission(error.message)
         // Another user's app in a daemon this user may use: the message says whose.
         case "not-owner": .noPermission("locationd at \(socket): \(error.message)")
+        case "no-such-app": .unavailable("locationd at \(socket): \(error.message)")
+        case ControlError.Code(LocationError.Code.journalIO): .cannotCreate("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
         case .tooManyConnections, .shuttingDown, "too-many-apps":
             .unavailable("locationd at \(socket) is busy: \(error.message)")
@@ -101,7 +103,8 @@ enum DaemonClient {
                 continuation.resume(returning: Result { () throws(ControlError) in
                     let client = try ControlClient(path: socket)
                     if app != nil || policy != nil {
-                        _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, policy: policy ?? AppPolicy()))
+                        // Only `state` (which passes a policy, maybe empty) creates an app; reading never does.
+                        _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, create: policy != nil, policy: policy ?? AppPolicy()))
                     }
                     return try client.request(request)
                 })
@@ -152,7 +155,7 @@ enum DaemonClient {
         do {
             client = try ControlClient(path: socket)
             if app != nil || policy != nil {
-                _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, policy: policy ?? AppPolicy()))
+                _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, create: false, policy: policy ?? AppPolicy()))
             }
             lines = try client.watch()
         } catch {

@@ -36,7 +36,9 @@ struct State: AsyncParsableCommand {
         try await runReportingFailures {
             let (_, sockets) = try await daemon.resolve()
             let (response, path) = try await DaemonClient.request(
-                .state(set: target?.rawValue), sockets: sockets, app: daemon.app, policy: try appPolicy.policy())
+                .state(set: target?.rawValue), sockets: sockets, app: daemon.app,
+                // An app named here is created if new (an empty policy changes nothing).
+                policy: try appPolicy.policy() ?? (daemon.app != nil ? AppPolicy() : nil))
             // A reply without these members is malformed, not "unknown": an error, never exit 0.
             let state: ApplicationState, background: Bool, policy: AccuracyPolicy
             do throws(ControlError) {

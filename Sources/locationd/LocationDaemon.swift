@@ -24,6 +24,8 @@ final class LocationDaemon: Service, Sendable {
     private let apps: Locked<[String: AppSession]>
     /// The app each connection opened (absent: `default`).
     private let connectionApps = Locked<[ControlConnection: String]>([:])
+    /// Held while an app's session is created, so that it is created once.
+    private let creating = Locked(())
     private let server: Locked<ControlServer?> = Locked(nil)
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -83,15 +85,29 @@ final class LocationDaemon: Service, Sendable {
         var appSettings = settings
         appSettings.journalPath = journalPath(app: id, owner: owner)
         if let path = appSettings.journalPath {
-            let directory = String(path[..<path.lastIndex(of: "/")!])
             // Owner-only: the fixes of one user's app are nobody else's business.
-            do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
-                throw LocationError(.journalIO, "cannot create \(directory) for the app \(id)'s journal: \(error.localizedDescription)")
+            let appsDirectory = Self.appsDirectory(journal: settings.journalPath ?? path)
+            for directory in [appsDirectory, String(path[..<path.lastIndex(of: "/")!])] where mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw LocationError(.journalIO, "cannot create \(directory) for the app \(id)'s journal: \(String(cString: strerror(errno)))")
             }
         }
         let stateFile = appSettings.journalPath.map(LifecycleStateFile.init(journalPath:))
         var startState = ApplicationState.active
-        if let stateFile, case .restored(let saved) = stateFile.load() { startState = saved }
+        if let stateFile, let path = appSettings.journalPath {
+            switch stateFile.load() {
+            case .restored(let saved):
+                startState = saved
+            case .ignored(let reason):
+                // The fixes in the journal are kept for the app's next foreground, not flushed to nobody.
+                logger.warning("\(reason); the app \(id) starts suspended, holding what its journal has")
+                startState = .suspended
+            case .absent:
+                if access(path, F_OK) == 0 {
+                    logger.warning("the app \(id)'s state file is missing; it starts suspended, holding what its journal has")
+                    startState = .suspended
+                }
+            }
+        }
         let app = try AppSession(
             id: id, owner: owner, source: receiver.tap(), settings: appSettings, startState: startState,
             stateFile: stateFile, logger: logger, now: now, send: Self.sender(server: server))
@@ -132,48 +148,65 @@ final class LocationDaemon: Service, Sendable {
         }
     }
 
-    /// The app a connection acts on.
-    private func app(for connection: ControlConnection) -> AppSession {
-        let id = connectionApps.withLock { $0[connection] }
-        return id.flatMap { id in apps.withLock { $0[id] } } ?? defaultApp
+    /// The app a connection acts on; `nil` after an `open` that failed, so that what was sent after it
+    /// never falls back to the shared app.
+    private func app(for connection: ControlConnection) -> AppSession? {
+        let id = connectionApps.withLock { $0[connection] } ?? ControlRequest.defaultApp
+        return apps.withLock { $0[id] }
     }
 
-    /// Answers `open`: the caller's app, created if new; refused when it is another user's.
-    private func open(_ id: String, attach: Bool, policy: AppPolicy, connection: ControlConnection) -> ControlReply {
+    /// Answers `open`: the caller's app, created if new (unless `create` is false); refused when it is another
+    /// user's. A refused `open` leaves the connection with no app until the next one succeeds.
+    private func open(
+        _ id: String, attach: Bool, create: Bool, policy: AppPolicy, connection: ControlConnection
+    ) -> ControlReply {
+        let reply = openApp(id, attach: attach, create: create, policy: policy, connection: connection)
+        connectionApps.withLock { $0[connection] = reply.isSuccess ? id : "" }
+        return reply
+    }
+
+    private enum OpenOutcome {
+        case found(AppSession, created: Bool)
+        case refused(ControlReply)
+    }
+
+    private func openApp(
+        _ id: String, attach: Bool, create: Bool, policy: AppPolicy, connection: ControlConnection
+    ) -> ControlReply {
         let uid = connection.peerUID
-        let found = apps.withLock { $0[id] }
-        let app: AppSession
-        var created = false
-        if let found {
-            guard found.admits(uid) else {
-                return .failure(
-                    "not-owner",
-                    "the app \(id) belongs to \(Self.userName(found.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
+        if attach, id == ControlRequest.defaultApp {
+            return .failure(
+                .badRequest,
+                "the app default is shared by every client and cannot be attached: open an app of your own (\"app\":\"NAME\")")
+        }
+        // One creation at a time: two clients opening a new app at once get the one session.
+        let outcome = creating.withLock { _ -> OpenOutcome in
+            if let found = apps.withLock({ $0[id] }) { return .found(found, created: false) }
+            guard create else {
+                return .refused(.failure("no-such-app", "locationd has no app \(id); create it with locationctl state --app \(id)"))
             }
-            app = found
-        } else {
-            guard let uid else { return .failure("not-owner", "locationd cannot tell which user is connected") }
+            guard let uid else { return .refused(.failure("not-owner", "locationd cannot tell which user is connected")) }
             guard apps.value.count < settings.maxApps else {
-                return .failure(
-                    "too-many-apps",
-                    "locationd already serves \(settings.maxApps) apps (apps.max); cannot open \(id)")
+                return .refused(.failure("too-many-apps", "locationd already serves \(settings.maxApps) apps (apps.max); cannot open \(id)"))
             }
             do throws(LocationError) {
-                app = try makeApp(id, owner: uid, restoring: false)
+                let app = try makeApp(id, owner: uid, restoring: false)
+                apps.withLock { $0[id] = app }
+                logger.info("opened the app \(id) for uid \(uid)")
+                return .found(app, created: true)
             } catch {
-                return .failure(error)
+                return .refused(.failure(error))
             }
-            let winner = apps.withLock { apps -> AppSession in
-                if let raced = apps[id] { return raced }
-                apps[id] = app
-                return app
-            }
-            if winner !== app {
-                app.manager.shutdown()
-                return open(id, attach: attach, policy: policy, connection: connection)
-            }
-            created = true
-            logger.info("opened the app \(id) for uid \(uid)")
+        }
+        let app: AppSession, created: Bool
+        switch outcome {
+        case .found(let found, let isNew): (app, created) = (found, isNew)
+        case .refused(let reply): return reply
+        }
+        guard app.admits(uid) else {
+            return .failure(
+                "not-owner",
+                "the app \(id) belongs to \(Self.userName(app.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
         }
         app.apply(policy)
         if attach {
@@ -182,18 +215,17 @@ final class LocationDaemon: Service, Sendable {
         } else {
             app.detach(connection)
         }
-        connectionApps.withLock { $0[connection] = id }
         return .opened(app: id, created: created, state: app.application.applicationState, policy: app.manager.accuracyPolicy)
     }
 
     /// A connection closed: it watches nothing more; when it was an app itself, that app is gone and its
     /// session holds its fixes for it.
     private func connectionClosed(_ connection: ControlConnection) {
-        let id = connectionApps.withLock { $0.removeValue(forKey: connection) }
-        let app = id.flatMap { id in apps.withLock { $0[id] } } ?? defaultApp
+        connectionApps.withLock { _ = $0.removeValue(forKey: connection) }
         // Whole seconds: the time is shown to people and saved for a restart.
         let date = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
-        if app.connectionClosed(connection, at: date) {
+        // Every app: the connection may have watched or been one app and then opened another.
+        for app in apps.value.values where app.connectionClosed(connection, at: date) {
             app.holdWhileGone()
             app.saveGone(at: date)
             logger.notice("the app \(app.id) went away while tracking; holding its fixes for \(ValueRange.text(settings.keepAbandoned)) s at most")
@@ -204,7 +236,7 @@ final class LocationDaemon: Service, Sendable {
     func dropExpiredApps(at date: Date) {
         let expired = apps.withLock { apps -> [AppSession] in
             let gone = apps.values.filter { app in
-                app.abandonedSince.map { date.timeIntervalSince($0) >= settings.keepAbandoned } ?? false
+                app.id != ControlRequest.defaultApp && app.abandonedSince.map { date.timeIntervalSince($0) >= settings.keepAbandoned } ?? false
             }
             for app in gone { apps[app.id] = nil }
             return gone
@@ -298,14 +330,16 @@ final class LocationDaemon: Service, Sendable {
     /// Answers one request on the app the connection acts on.
     func handle(_ request: ControlRequest, from connection: ControlConnection) async -> ControlReply {
         switch request {
-        case .open(let id, let attach, let policy):
-            return open(id, attach: attach, policy: policy, connection: connection)
+        case .open(let id, let attach, let create, let policy):
+            return open(id, attach: attach, create: create, policy: policy, connection: connection)
         case .apps:
             let uid = connection.peerUID
             let visible = apps.value.values.filter { $0.owner == nil || $0.admits(uid) }.sorted { $0.id < $1.id }
             return .apps(visible.map(status(of:)))
         default:
-            let app = app(for: connection)
+            guard let app = app(for: connection) else {
+                return .failure("no-app", "this connection's last open failed, so it acts on no app: open one first")
+            }
             // The app was another user's when the connection opened it, so this holds; kept as a guard.
             guard app.admits(connection.peerUID) else {
                 return .failure("not-owner", "the app \(app.id) belongs to \(Self.userName(app.owner))")

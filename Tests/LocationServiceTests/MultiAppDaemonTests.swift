@@ -99,17 +99,18 @@ struct MultiAppDaemonTests {
     func twoApps() throws {
         let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
         let front = try AppConnection(socket: daemon.socket, app: "front")
+        // Intervals count in the fixes' time: 10 s of track is one second of this 10× replay.
         let back = try AppConnection(
-            socket: daemon.socket, app: "back", extra: #","reducedInterval":1,"backgroundLocation":true"#)
+            socket: daemon.socket, app: "back", extra: #","reducedInterval":10,"backgroundLocation":true"#)
         try back.setState("background")
         #expect(try eventually { front.times.count >= 40 && back.times.count >= 3 })
 
-        // The replay runs at 10 fixes a second: the active app gets every one, the background app one a second.
+        // The replay runs at 10 fixes a second: the active app gets every one, the background app one in ten.
         let frontTimes = front.times
         #expect(zip(frontTimes, frontTimes.dropFirst()).allSatisfy { $1 - $0 == 1 }, "every epoch, in order: \(frontTimes.prefix(20))")
         let backTimes = back.times
         let gaps = zip(backTimes, backTimes.dropFirst()).map { $1 - $0 }
-        #expect(gaps.allSatisfy { $0 >= 5 }, "about one fix per second of real time (10 track seconds): \(gaps)")
+        #expect(gaps.allSatisfy { $0 >= 9 }, "one fix per 10 s of track (one second of real time): \(gaps)")
         #expect(Double(backTimes.count) < Double(frontTimes.count) / 3, "\(backTimes.count) against \(frontTimes.count)")
         #expect(front.states == ["active"], "the other app's background changed nothing here: \(front.states)")
         #expect(back.states.last == "background" || back.states.last == "suspended" || back.states.contains("background"))
@@ -137,7 +138,7 @@ struct MultiAppDaemonTests {
         var apps: [(connection: AppConnection, state: String)] = []
         let plan = ["active", "active", "active", "inactive", "background", "background", "background", "suspended", "suspended", "suspended"]
         for (index, state) in plan.enumerated() {
-            let extra = state == "background" ? #","reducedInterval":1,"backgroundLocation":true"# : ""
+            let extra = state == "background" ? #","reducedInterval":10,"backgroundLocation":true"# : ""
             let connection = try AppConnection(socket: daemon.socket, app: "app\(index)", extra: extra)
             if state != "active" { try connection.setState(state) }
             apps.append((connection, state))
@@ -276,6 +277,13 @@ struct MultiAppDaemonTests {
         #expect(daemon.stop() == 0)
     }
 
+    /// How many fixes locationd holds for `app`.
+    static func held(app: String, socket: String) throws -> Int {
+        let client = try ControlClient(path: socket)
+        _ = try client.request(.open(app: app))
+        return try client.request(.status).decode(DaemonStatus.self, forKey: "status").held
+    }
+
     /// Runs an app through active → suspended → active on `source` and returns what its delegate saw: each
     /// lifecycle message, `live` for a run of live fixes, and `held-REASON` for a batch.
     static func lifecycleSequence(
@@ -307,8 +315,13 @@ struct MultiAppDaemonTests {
         #expect(await eventuallyAsync(20) { recorder.liveRuns >= 1 })
         try await Task.sleep(for: .milliseconds(300))
         try application.transition(to: .suspended)
-        // Long enough for several background acquisitions to be held.
+        // Until background acquisitions are held (by the manager, or by locationd for it).
         try await Task.sleep(for: .seconds(2))
+        if let client = source as? DaemonLocationSource {
+            #expect(await eventuallyAsync(20) { (try? Self.held(app: client.app, socket: client.socketPath)) ?? 0 > 0 })
+        } else {
+            #expect(await eventuallyAsync(20) { manager.heldCount > 0 })
+        }
         try application.transition(to: .active)
         #expect(await eventuallyAsync(20) { recorder.liveRuns >= 2 })
         manager.stopUpdatingLocation()
@@ -337,6 +350,76 @@ struct MultiAppDaemonTests {
         #expect(!FileManager.default.fileExists(atPath: journal), "its journal is removed")
         #expect(daemon.logText.contains("dropping the app shortlived"), "\(daemon.logText)")
         withExtendedLifetime(app) {}
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("the app default cannot be attached; an app attached and then left for another is still held for when the connection drops")
+    func attachRules() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        let shared = try daemon.request(#"{"command":"open","app":"default","attach":true}"#)
+        #expect(shared["ok"] as? Bool == false, "\(shared)")
+        var client: ControlClient? = try ControlClient(path: daemon.socket)
+        _ = try client?.request(.open(app: "first", attach: true))
+        _ = try client?.request(.open(app: "second"))
+        #expect(try daemon.appStatus("first").attached == true)
+        client?.close()
+        client = nil
+        #expect(try eventually { try daemon.appStatus("first").abandonedSince != nil }, "its own connection dropped: it is gone")
+        #expect(try daemon.appStatus("first").state == .suspended)
+        #expect(try daemon.appStatus("second").abandonedSince == nil, "the other app was never attached")
+        #expect(try daemon.status().state == .active, "default untouched")
+    }
+
+    @Test("two clients opening one new app at once share its one session; after a refused open nothing falls back to default")
+    func openRaceAndRefusal() throws {
+        let daemon = try RunningDaemon()
+        for round in 0..<5 {
+            let replies = Locked<[Bool]>([])
+            let threads = (0..<3).map { _ in
+                Thread {
+                    let ok = (try? ControlClient(path: daemon.socket).request(.open(app: "race\(round)")))?.text.contains(#""ok":true"#) ?? false
+                    replies.withLock { $0.append(ok) }
+                }
+            }
+            threads.forEach { $0.start() }
+            #expect(eventually(10) { replies.value.count == 3 })
+            #expect(replies.value == [true, true, true], "round \(round): \(replies.value)")
+        }
+        let client = try ControlClient(path: daemon.socket)
+        #expect(throws: ControlError.self) { try client.request(.open(app: "absent", create: false)) }
+        #expect(throws: ControlError.self) { try client.request(.state(set: "background")) }
+        #expect(try daemon.status().state == .active, "the request after the refused open did not reach default")
+        let status = try daemon.ctl(["status", "--app", "nothere"])
+        #expect(status.status == 69 && status.stderr.contains("no app nothere"), "\(status.stderr)")
+        let listed = try daemon.ctl(["status", "--all", "--format", "json"])
+        #expect(!listed.stdout.contains("nothere"), "reading does not create an app")
+    }
+
+    @Test("an app whose state file is damaged or missing restarts suspended, keeping every fix its journal holds")
+    func damagedStateFileKeepsTheFixes() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        let extra = ["--journal", directory.file("state/journal"), "--reduced-interval", "1"]
+        var daemon = try RunningDaemon(directory: directory, extra: extra, environment: Self.quickAcquisitions)
+        for app in ["damaged", "missing"] {
+            let result = try daemon.ctl(["state", "suspended", "--app", app])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        #expect(try eventually { try daemon.appStatus("damaged").held >= 5 && daemon.appStatus("missing").held >= 5 })
+        #expect(daemon.stop() == 0)
+        let held = try ["damaged", "missing"].map { app -> Int in
+            let (_, contents) = try LocationJournal.open(path: directory.file("state/apps/\(getuid())/\(app).journal"))
+            return contents.locations.count
+        }
+        try "garbage\n".write(toFile: directory.file("state/apps/\(getuid())/damaged.journal.state"), atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: directory.file("state/apps/\(getuid())/missing.journal.state"))
+        daemon = try RunningDaemon(directory: directory, extra: extra + ["--start-at", "1000"], environment: Self.quickAcquisitions)
+        for (app, count) in zip(["damaged", "missing"], held) {
+            let status = try daemon.appStatus(app)
+            #expect(status.state == .suspended, "\(app)")
+            #expect(status.held >= count, "\(app): \(status.held) of the \(count) its journal had")
+        }
+        #expect(daemon.logText.contains("the app damaged starts suspended") || daemon.logText.contains("damaged"), "\(daemon.logText)")
         #expect(daemon.stop() == 0)
     }
 
