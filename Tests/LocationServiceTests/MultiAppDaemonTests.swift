@@ -221,7 +221,7 @@ struct MultiAppDaemonTests {
 
     @Test(
         "an app's manager through locationd (DaemonLocationSource) sees the same delegate sequence as with a direct source: live, nothing while suspended, one batch on willEnterForeground, live",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(1)), .sanitizerExclusion("LocationServiceTests.MultiAppDaemonTests/swiftClientGivesTheDirectSequence()"))
     func swiftClientGivesTheDirectSequence() async throws {
         let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
         let reduced = ReducedAccuracyPolicy(interval: .milliseconds(500), desiredAccuracy: nil, acquisitionTimeout: .milliseconds(200))
