@@ -44,6 +44,9 @@ final class AppSession: Sendable {
         self.owner = owner
         self.stateFile = stateFile
         let links = self.links
+        // Set once the launch is done; until then the launch's own states are not saved (the init saves
+        // where it ended).
+        let launched = Locked<Application?>(nil)
         session = try LocationSession(
             source: source, settings: settings, startState: startState, logger: logger, now: now
         ) { event in
@@ -54,13 +57,16 @@ final class AppSession: Sendable {
             {
                 logger.warning("\(error.description)")
             }
-            // Every state the app reaches is saved, so that a restart resumes it.
-            if case .state(let state) = event {
-                stateFile?.note(state) { error in logger.error("\(error.message)") }
+            // On every change the app's state as it is now is saved, so that a restart resumes it. Not the
+            // state the line reports: lines arrive after the fact, and saving one a later change has already
+            // left (a launch walks through active into suspended) would make a kill resume the wrong state.
+            if case .state = event, let application = launched.withLock({ $0 }) {
+                stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
             send(event, links.withLock { $0.watchers })
         }
-        // Whatever the launch saved, the first record must be written, or the session is not created.
+        launched.withLock { $0 = session.application }
+        // The first record must be written, or the session is not created.
         try stateFile?.save(session.application.applicationState)
     }
 

@@ -97,6 +97,45 @@ struct DaemonCrashTests {
                 + "\(tornTails) torn journal tails cut off")
     }
 
+    @Test("a daemon restarting into a saved suspended state records no other state on its way there")
+    func restartRecordsOnlyTheStateItResumes() throws {
+        let directory = TemporaryDirectory()
+        let journal = directory.file("held.journal")
+        let flags = Self.flags(journal: journal)
+        let record = LifecycleStateFile(journalPath: journal)
+        do {
+            let daemon = try RunningDaemon(directory: directory, extra: flags)
+            _ = try ControlClient.request(.state(set: "suspended"), path: daemon.socket)
+            daemon.kill9()
+        }
+        // A kill at any moment of the start-up must find the record suspended: one that said active there
+        // would flush the journal to nobody on the next start. The launch walks through active, inactive and
+        // background; so the record is read as fast as it can be until the daemon has answered and then
+        // for a second more, over a few starts.
+        var reads = 0
+        var others: [String] = []
+        for _ in 0..<3 {
+            let daemon = try RunningDaemon(directory: directory, extra: flags, waitUntilAnswering: false)
+            var answeredAt: ContinuousClock.Instant?
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline, daemon.process.isRunning {
+                let loaded = record.load()
+                reads += 1
+                if loaded != .restored(.suspended) { others.append("\(loaded)") }
+                if let answeredAt {
+                    if ContinuousClock.now - answeredAt > .seconds(1) { break }
+                } else if reads % 50 == 0, (try? daemon.status()) != nil {
+                    answeredAt = .now
+                }
+            }
+            #expect(answeredAt != nil, "the daemon answered; \(daemon.logText)")
+            #expect(try daemon.status().state == .suspended)
+            daemon.kill9()
+        }
+        #expect(
+            others.isEmpty, "\(others.count) of \(reads) reads found another record: \(Set(others).sorted())")
+    }
+
     @Test("an explicit --state overrides the saved state; a corrupt or stale record is ignored with one warning")
     func savedStatePrecedence() throws {
         let directory = TemporaryDirectory()
