@@ -105,6 +105,9 @@ final class GPSDStreamWorker: Sendable {
         _ = write(wakeWriter, &byte, 1)
     }
 
+    /// How many reads a due deadline waits for, when gpsd's lines are already there to read.
+    static let lateReadLimit = 256
+
     /// The origin of the arrival times given to the merger: one monotonic clock for every connection.
     static let origin = ContinuousClock.now
 
@@ -204,17 +207,42 @@ final class GPSDStreamWorker: Sendable {
         var lastMessage = clock.now
         var mustPollSocket = false
         var connection = Connection()
+        // Reads since a deadline came due, before it is applied (see below).
+        var lateReads = 0
         while !isStopping {
             // Checked on every pass, not only when a wait times out: a peer that floods junk or one endless
             // line keeps the socket readable but sends no message.
             let now = clock.now
-            if let settled = merger.settleDeadline, now - Self.origin >= settled {
-                emit(&merger, merger.flush())
+            let settleDue = merger.settleDeadline.map { now - Self.origin >= $0 } ?? false
+            let silenceDue = now >= lastMessage + configuration.watchdogTimeout
+            var readNow = false
+            if settleDue || silenceDue {
+                // This thread may have been held up (a busy machine, a sanitizer) while gpsd's lines waited
+                // for it: what is already there was sent before the deadline, so it is read first, or an
+                // epoch would be cut in two and a talking gpsd called silent. Up to a bound, because a peer
+                // that floods junk keeps the socket readable for ever and must still meet the watchdog.
+                if lateReads < Self.lateReadLimit {
+                    if !mustPollSocket, session.hasBufferedLine {
+                        readNow = true
+                    } else {
+                        switch wait(for: session.fileDescriptor, timeout: .zero) {
+                        case .stopRequested: return .stopped
+                        case .readable: readNow = true
+                        case .timedOut, .failed: break
+                        }
+                    }
+                }
+                if readNow {
+                    lateReads += 1
+                } else {
+                    lateReads = 0
+                    if settleDue { emit(&merger, merger.flush()) }
+                    if silenceDue { return .failed(silence(connection)) }
+                }
+            } else {
+                lateReads = 0
             }
-            if now >= lastMessage + configuration.watchdogTimeout {
-                return .failed(silence(connection))
-            }
-            if mustPollSocket || !session.hasBufferedLine {
+            if !readNow, mustPollSocket || !session.hasBufferedLine {
                 var deadline = lastMessage + configuration.watchdogTimeout
                 if let settled = merger.settleDeadline { deadline = min(deadline, Self.origin + settled) }
                 switch wait(for: session.fileDescriptor, timeout: now.duration(to: deadline)) {
