@@ -38,7 +38,8 @@ public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let missingTime: Code = "missing-time"
         /// The writer was given a location it cannot write (a coordinate outside the valid range).
         public static let invalidLocation: Code = "invalid-location"
-        /// The writer was used after ``GPXWriter/finish()`` or after an earlier failure.
+        /// The writer was used after ``GPXWriter/finish()``. A writer used after a failure throws that
+        /// failure again instead.
         public static let writerClosed: Code = "writer-closed"
 
         /// Every code this version of the library defines.
