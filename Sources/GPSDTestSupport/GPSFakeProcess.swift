@@ -10,7 +10,8 @@ import Synchronization
 /// ``GPSDSharedMemory``'s ledger from start to ``stop()``.
 ///
 /// In port mode gpsd drops what the capture says before the first client watches: connect as soon as
-/// ``waitUntilAccepting(timeout:)`` returns.
+/// ``waitUntilAccepting(timeout:)`` returns. gpsfake adds its device a moment after gpsd accepts
+/// connections; a client that watches before then still gets the device's reports once it is added.
 public final class GPSFakeProcess: Sendable {
     /// The port gpsd listens on, on 127.0.0.1.
     public let port: Int
@@ -79,6 +80,42 @@ public final class GPSFakeProcess: Sendable {
             guard clock.now < deadline else { throw notAccepting(timeout) }
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// Waits, polling, until gpsd lists gpsfake's device, at most `timeout`; returns whether it did.
+    ///
+    /// Best effort (once in CI a gpsd listed no device for 20 s, for reasons not known). A command that
+    /// asks gpsd for its devices once before watching needs this; a client that watches does not.
+    @discardableResult
+    public func waitUntilDeviceListed(timeout: Duration = .seconds(10)) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if listsDevice() { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    /// Whether gpsd's reply to `?DEVICES;` lists a device.
+    public func listsDevice() -> Bool {
+        guard let fd = try? LoopbackTCP.connect(port: port) else { return false }
+        defer { close(fd) }
+        let request = Array("?DEVICES;\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            return false
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .milliseconds(500)
+        var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        // The greeting comes first; the DEVICES line is the reply.
+        while ContinuousClock.now < deadline, !String(decoding: reply, as: UTF8.self).contains(#""class":"DEVICES""#) {
+            guard poll(&descriptors, 1, 100) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            reply += buffer[..<count]
+        }
+        return String(decoding: reply, as: UTF8.self).contains(#""devices":[{"#)
     }
 
     /// Ends gpsfake and its gpsd (SIGTERM, which gpsfake passes on to gpsd; SIGKILL of the group after

@@ -56,16 +56,7 @@ public enum ParserFuzzHarness {
                 if failure.offset < 0 || failure.offset > line.count { throw violated("offset \(failure.offset) outside the line") }
             }
         case .controlRequest:
-            let request: ControlRequest
-            do throws(ControlError) { request = try ControlRequest(line: bytes) } catch {
-                if error.message.isEmpty { throw violated("a refusal without a message") }
-                return
-            }
-            let again: ControlRequest
-            do throws(ControlError) { again = try ControlRequest(line: request.jsonLine.dropLast()) } catch {
-                throw violated("\(request) re-encodes as a line it refuses: \(error.message)")
-            }
-            if again != request { throw violated("\(request) re-encodes as \(again)") }
+            try checkControlRequest(bytes, parse: ControlRequest.init(line:))
         case .controlReply:
             do {
                 let reply = try ControlResponse(line: bytes)
@@ -106,6 +97,28 @@ public enum ParserFuzzHarness {
             if times != times.sorted() { throw violated("entries out of time order: \(times)") }
             if times.contains(where: { $0 < .zero }) { throw violated("a negative time") }
         }
+    }
+
+    /// The control-request properties, with `parse` as the parser: a refusal has a message, and a request
+    /// re-encodes (``ControlRequest/jsonLine``) as a line that parses to the same request. ``check(_:_:)``
+    /// passes `ControlRequest.init(line:)`; the tests pass parsers with a planted fault, to show that each
+    /// property is checked.
+    package static func checkControlRequest(
+        _ bytes: [UInt8], parse: ([UInt8]) throws(ControlError) -> ControlRequest
+    ) throws(PropertyViolation) {
+        func violated(_ text: String) -> PropertyViolation {
+            PropertyViolation(description: "\(Target.controlRequest.rawValue): \(text)")
+        }
+        let request: ControlRequest
+        do throws(ControlError) { request = try parse(bytes) } catch {
+            if error.message.isEmpty { throw violated("a refusal without a message") }
+            return
+        }
+        let again: ControlRequest
+        do throws(ControlError) { again = try parse(Array(request.jsonLine.dropLast())) } catch {
+            throw violated("\(request) re-encodes as a line it refuses: \(error.message)")
+        }
+        if again != request { throw violated("\(request) re-encodes as \(again)") }
     }
 
     /// Small valid and invalid inputs for each target, taken from the tests' examples.

@@ -111,10 +111,8 @@ struct ChildProcessTests {
 
     @Test("a program that is not installed is an error saying so")
     func notInstalled() {
-        #expect(throws: TestSupportError.self) { try ChildProcess(["no-such-program-for-gpsd-tests"]) }
-        do {
-            _ = try ChildProcess(["no-such-program-for-gpsd-tests"])
-        } catch {
+        let error = #expect(throws: TestSupportError.self) { try ChildProcess(["no-such-program-for-gpsd-tests"]) }
+        if let error {
             #expect(error == .notInstalled(program: "no-such-program-for-gpsd-tests", install: "install it, or give its path"))
             #expect(error.code == "not-installed")
             #expect(error.message.hasPrefix("no-such-program-for-gpsd-tests is not installed (looked on PATH and in /usr/local/sbin,"))

@@ -16,7 +16,9 @@ struct LoopbackTCPTests {
         close(client)
         close(listener)
         #expect(!LoopbackTCP.accepts(port: port))
-        #expect(throws: TestSupportError.self) { try LoopbackTCP.connect(port: port) }
+        let refused = #expect(throws: TestSupportError.self) { try LoopbackTCP.connect(port: port) }
+        #expect(refused == .socketFailed(operation: "connect to 127.0.0.1:\(port) (is the server running?)", errno: ECONNREFUSED))
+        #expect(refused?.code == "socket-failed")
     }
 
     @Test("a listener is recognised as its own process's, not another's; a bound socket that does not listen is nobody's")

@@ -233,11 +233,17 @@ struct ControlLoadTests {
         let requests = 20_000
 
         // Write everything before reading anything: the server must stop reading rather than buffer replies.
+        // The requests go out 100 at a time, counted, so that the test can see the writer run and then stall.
+        let line = "{\"command\":\"status\"}\n"
+        let chunk = 100
+        let chunksSent = Locked(0)
         let written = Locked(false)
         let writer = Task {
             try await onThread {
-                let line = "{\"command\":\"status\"}\n"
-                socket.write(String(repeating: line, count: requests))
+                for _ in 0..<(requests / chunk) {
+                    socket.write(String(repeating: line, count: chunk))
+                    chunksSent.withLock { $0 += 1 }
+                }
                 socket.shutdownWrite()
                 written.withLock { $0 = true }
             }
@@ -248,8 +254,20 @@ struct ControlLoadTests {
         // held for one connection") plus the replies to the requests it may have pending. A server that
         // read and buffered everything would let the writer finish and hold hundreds of KB.
         let reply = #"{"ok":true,"command":"status"}"#.utf8.count + 1
-        try await Task.sleep(for: .milliseconds(500))
+        // Until the writer has run and then stalled: some chunks sent, and no more for a while (20 looks,
+        // 10 ms apart, at the same count), or until it has written everything.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var stalledLooks = 0
+        var lastCount = -1
+        while !written.value, stalledLooks < 20, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            let count = chunksSent.value
+            stalledLooks = count > 0 && count == lastCount ? stalledLooks + 1 : 0
+            lastCount = count
+        }
+        #expect(written.value || stalledLooks >= 20, "the writer ran: \(chunksSent.value) of \(requests / chunk) chunks sent in 20 s")
         #expect(!written.value, "the writer is blocked: the server stopped reading")
+        #expect(chunksSent.value > 0 && chunksSent.value < requests / chunk, "\(chunksSent.value) chunks sent before it blocked")
         let held = server.bufferedOutputBytes
         #expect(
             held > 0 && held <= configuration.maxOutputBuffer + configuration.maxPendingRequests * reply,

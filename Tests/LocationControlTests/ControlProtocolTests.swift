@@ -79,12 +79,9 @@ struct ControlProtocolTests {
     }
 
     @Test func unknownCommandIsNamed() {
-        #expect(throws: ControlError.self) { try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8)) }
-        do {
-            _ = try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8))
-        } catch {
-            #expect(error.message.contains("\"fly\""))
-        }
+        let error = #expect(throws: ControlError.self) { try ControlRequest(line: Array(#"{"command":"fly"}"#.utf8)) }
+        #expect(error?.code == .unknownCommand)
+        #expect(error?.message.hasPrefix(#"unknown command "fly"; expected one of "#) == true, "\(String(describing: error))")
     }
 
     @Test func invalidUTF8IsABadRequest() {

@@ -310,9 +310,10 @@ struct ControlServerTests {
         server.stop()
 
         var received: [[UInt8]] = []
-        await #expect(throws: ControlError.self) {
+        let ended = await #expect(throws: ControlError.self) {
             for try await line in events { received.append(line) }
         }
+        #expect(ended?.code == .connectionClosed, "\(String(describing: ended))")
         #expect(received.map { String(decoding: $0, as: UTF8.self) } == [#"{"type":"hello"}"#])
         #expect {
             try ControlClient(path: path)

@@ -35,7 +35,9 @@ struct ApplicationTests {
     @Test("invalid transitions are rejected with a clear error and change nothing")
     func invalidTransitions() throws {
         let app = Application(clock: TestClock())
-        #expect(throws: LocationError.self) { try app.becomeActive() }
+        let notLaunched = #expect(throws: LocationError.self) { try app.becomeActive() }
+        #expect(notLaunched?.code == .invalidTransition, "\(String(describing: notLaunched))")
+        #expect(notLaunched?.message == "cannot go from notRunning to active; launch it first")
         try app.transition(to: .active)
         do {
             try app.enterForeground()

@@ -289,8 +289,9 @@ struct RequestLocationTests {
             await h.settle()
             request.cancel()
             let result = await request.result
-            #expect(throws: LocationError.self) { try result.get() }
-            #expect((result.failure as? LocationError)?.code == .cancelled)
+            let error = #expect(throws: LocationError.self) { try result.get() }
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            #expect(error?.message == "the location request was cancelled")
         }
     }
 

@@ -44,7 +44,7 @@ struct LocationValueCheckTests {
     }
 
     @Test("the context delivers the checked fix and reports each bad field once, however often it recurs")
-    func contextReportsOncePerField() {
+    func contextReportsOncePerField() throws {
         let events = Locked<[LocationSourceEvent]>([])
         let context = LocationSourceContext(clock: ManualClock(), mode: .continuous) { event in events.withLock { $0.append(event) } }
         var bad = Self.good
@@ -56,7 +56,7 @@ struct LocationValueCheckTests {
         context.deliver(Self.good)
         let errors = events.value.compactMap { if case .error(let error) = $0 { error } else { nil } }
         let locations = events.value.compactMap { if case .location(let location) = $0 { location } else { nil } }
-        #expect(errors.map(\.code) == [.invalidData, .invalidData])
+        try #require(errors.map(\.code) == [.invalidData, .invalidData], "\(errors)")
         #expect(errors[0].message.contains("horizontalAccuracy -5") && errors[0].message.contains("left out"))
         #expect(errors[1].message.contains("longitude 200") && errors[1].message.contains("refused"))
         #expect(locations.count == 4, "three with the accuracy left out, then the good one; the impossible ones never")

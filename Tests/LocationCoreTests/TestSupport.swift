@@ -14,6 +14,16 @@ func eventually(_ attempts: Int = 2000, _ condition: () -> Bool) async -> Bool {
     return condition()
 }
 
+/// Mega-yields until `condition` holds, at most `attempts` times; never waits on the wall clock. For a
+/// condition that other threads (a delivery thread) make true, which plain yields may outrun.
+func megaYielding(_ attempts: Int = 100_000, until condition: () -> Bool) async -> Bool {
+    for _ in 0..<attempts {
+        if condition() { return true }
+        await Task.megaYield()
+    }
+    return condition()
+}
+
 /// A manager wired to a scripted source, a recording delegate and a test clock.
 struct Harness {
     let clock = TestClock()

@@ -135,7 +135,7 @@ struct FixQualityGPSDTests {
 
 /// Real captures through a real gpsd: the delivered correction status is the one gpsd's own oracle gives
 /// for that epoch, and the satellites in view are the counts gpsd reported.
-@Suite("gpsd fix quality against the .chk oracle", .serialized, .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
+@Suite("gpsd fix quality against the .chk oracle (the shared replays)", .serialized, .enabled(if: GPSFake.isAvailable && TestData.gpsdFolder != nil))
 struct FixQualityOracleTests {
     /// The `status` of the last TPV at each fix time in `name.chk` (absent: `nil`).
     static func oracleStatuses(_ name: String) throws -> [Date: Int?] {
@@ -151,27 +151,10 @@ struct FixQualityOracleTests {
         return result
     }
 
-    static func replay(_ name: String, cycle: Double = 0.05, until last: Date?) async throws -> [Location] {
-        let lines = try String(contentsOf: TestData.log(name)!, encoding: .utf8).split(whereSeparator: \.isNewline).count
-        let fake = try GPSFake(log: TestData.log(name)!, cycle: cycle)
-        defer { fake.stop() }
-        try await fake.waitUntilAccepting()
-        let source = try GPSDLocationSource(configuration: GPSDConfiguration(
-            host: "127.0.0.1", port: fake.port, watchdogTimeout: .seconds(3)))
-        let recorder = EventRecorder()
-        recorder.start(source)
-        await recorder.wait(timeout: .seconds(Double(lines) * cycle * 2 + 15)) { recorder in
-            if let last, recorder.locations.contains(where: { abs($0.timestamp.timeIntervalSince(last)) < 0.001 }) { return true }
-            return recorder.errors.contains { $0.code == .sourceFailed }
-        }
-        await recorder.stop()
-        return recorder.locations
-    }
-
     @Test("nmea-rtk.log: every epoch's correction status is gpsd's (DGPS, RTK fixed, or none)", .timeLimit(.minutes(2)))
     func rtkCapture() async throws {
         let oracle = try Self.oracleStatuses("nmea-rtk.log")
-        let delivered = try await Self.replay("nmea-rtk.log", until: oracle.keys.max())
+        let delivered = try await CaptureReplays.shared.replay("nmea-rtk.log").locations
         #expect(delivered.count * 2 >= oracle.count, "\(delivered.count) of \(oracle.count) epochs")
         for location in delivered {
             guard let entry = oracle.first(where: { abs($0.key.timeIntervalSince(location.timestamp)) < 0.001 }) else {
@@ -193,7 +176,7 @@ struct FixQualityOracleTests {
         let counts = Set(text.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("{\"class\":\"SKY\"") }.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["nSat"] as? Int
         })
-        let delivered = try await Self.replay(name, until: try TestData.expectedFixes(name).last?.time)
+        let delivered = try await CaptureReplays.shared.replay(name).locations
         let visible = delivered.compactMap(\.satellitesVisible)
         #expect(!visible.isEmpty, "satellites in view come from SKY")
         #expect(visible.allSatisfy(counts.contains), "\(Set(visible)) not all among gpsd's nSat \(counts)")

@@ -6,35 +6,10 @@ import Testing
 /// Each real capture replayed through a real gpsd must come out as gpsd's own oracle says.
 @Suite("gpsd replay against the .chk oracle", .enabled(if: GPSFake.isAvailable, GPSFake.missing), .enabled(if: TestData.gpsdFolder != nil, TestData.missing))
 struct ReplayTests {
-    static let captures: [(name: String, cycle: Double)] = [
-        ("rst39.log", 0.05), ("magellan-ec10.log", 0.05), ("skytraq.log", 0.05), ("haicom-305N.log", 0.05),
-        ("quectel.log", 0.05), ("nmea-rtk.log", 0.05), ("ublox-neo-m9n-nmea.log", 0.02),
-    ]
-
-    @Test(.timeLimit(.minutes(2)), arguments: captures.map(\.name))
+    @Test(.timeLimit(.minutes(2)), arguments: CaptureReplays.captures.map(\.name))
     func capture(_ name: String) async throws {
-        let cycle = Self.captures.first { $0.name == name }!.cycle
         let expected = try TestData.expectedFixes(name)
-        let lines = try String(contentsOf: TestData.log(name)!, encoding: .utf8).split(whereSeparator: \.isNewline).count
-        let fake = try GPSFake(log: TestData.log(name)!, cycle: cycle)
-        defer { fake.stop() }
-        try await fake.waitUntilAccepting()
-        // gpsfake spaces sentences 50 ms apart, so two TPVs of one epoch can be a few hundred
-        // milliseconds apart on a busy machine: hold epochs for up to a second.
-        let source = try GPSDLocationSource(configuration: GPSDConfiguration(
-            host: "127.0.0.1", port: fake.port, watchdogTimeout: .seconds(3), epochSettle: .seconds(1)))
-        let recorder = EventRecorder()
-        recorder.start(source)
-        // The replay takes lines × cycle; after the last line gpsd goes quiet and the watchdog fires.
-        let replay = Duration.seconds(Double(lines) * cycle)
-        await recorder.wait(timeout: replay * 2 + .seconds(15)) { recorder in
-            if let last = expected.last,
-                recorder.locations.contains(where: { abs($0.timestamp.timeIntervalSince(last.time)) < 0.001 }) {
-                return true
-            }
-            return recorder.errors.contains { $0.code == .sourceFailed }
-        }
-        await recorder.stop()
+        let recorder = try await CaptureReplays.shared.replay(name)
 
         let delivered = recorder.locations
         func oracle(at time: Date) -> TestData.ExpectedFix? {
@@ -102,9 +77,9 @@ struct ReplayTests {
             }
         }
         // The line and value checks never turn down what a real gpsd sends.
-        #expect(source.linesSkipped == 0, "\(name): \(source.linesSkipped) of gpsd's lines refused")
+        #expect(recorder.linesSkipped == 0, "\(name): \(recorder.linesSkipped) of gpsd's lines refused")
         let invalid = recorder.errors.filter { $0.code == .invalidData }
         #expect(invalid.isEmpty, "\(name): \(invalid)")
-        print("\(name): delivered \(delivered.count) of \(expected.count) epochs, \(source.messagesRead) messages read")
+        print("\(name): delivered \(delivered.count) of \(expected.count) epochs, \(recorder.messagesRead) messages read")
     }
 }

@@ -3,10 +3,11 @@ import Foundation
 /// A generated NMEA capture (GGA + RMC per epoch) for tests that need a long, fast, steady feed.
 ///
 /// The real captures are short; the duty-cycle test needs many epochs. The positions walk north-east
-/// from 51.5 N 0.1 W at about 1 m per epoch; times start at 2024-05-01T06:00:00Z.
+/// from 51.5 N 0.1 W at about 1 m per epoch; times start at 06:00:00Z on 1 May of `year` (2024 unless
+/// told otherwise).
 enum SyntheticFeed {
     /// Writes `epochs` epochs at `rateHz` into a new temporary file and returns its URL.
-    static func write(epochs: Int, rateHz: Int) throws -> URL {
+    static func write(epochs: Int, rateHz: Int, year: Int = 2024) throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("gpsd-synthetic-\(UUID().uuidString).log")
         var text = "# Generated 10 Hz NMEA feed for the duty-cycle test\n"
@@ -19,7 +20,7 @@ enum SyntheticFeed {
             let lat = nmeaDegrees(latitude, width: 2)
             let lon = nmeaDegrees(longitude, width: 3)
             text += sentence("GPGGA,\(time),\(lat),N,\(lon),W,1,09,0.9,35.0,M,47.0,M,,") + "\r\n"
-            text += sentence("GPRMC,\(time),A,\(lat),N,\(lon),W,2.7,45.0,010524,,,A") + "\r\n"
+            text += sentence("GPRMC,\(time),A,\(lat),N,\(lon),W,2.7,45.0,0105\(String(format: "%02d", year % 100)),,,A") + "\r\n"
         }
         try text.write(to: url, atomically: true, encoding: .utf8)
         return url

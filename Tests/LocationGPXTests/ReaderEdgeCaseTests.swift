@@ -357,17 +357,16 @@ import Testing
     }
 
     @Test func unreadableFile() throws {
-        #expect(throws: GPXError.self) { try GPXReader(contentsOf: "/nonexistent/track.gpx") }
-        do {
-            _ = try GPXReader(contentsOf: "/nonexistent/track.gpx")
-        } catch {
-            #expect(error.code == .io)
-            #expect(error.description.hasPrefix("/nonexistent/track.gpx: cannot open"))
-            #expect(error.locationError.code == .sourceUnavailable)
-        }
+        let missing = #expect(throws: GPXError.self) { try GPXReader(contentsOf: "/nonexistent/track.gpx") }
+        #expect(missing?.code == .io, "\(String(describing: missing))")
+        #expect(missing?.description == "/nonexistent/track.gpx: cannot open the file: No such file or directory")
+        #expect(missing?.locationError.code == .sourceUnavailable)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let reader = try GPXReader(contentsOf: directory)  // a directory opens, but cannot be read
-        #expect(throws: GPXError.self) { try reader.next() }
+        let unreadable = #expect(throws: GPXError.self) { try reader.next() }
+        #expect(unreadable?.code == .io, "\(String(describing: unreadable))")
+        #expect(unreadable?.description == "\(directory): cannot read the file: Is a directory")
+        #expect(unreadable?.locationError.code == .sourceUnavailable)
     }
 }

@@ -137,7 +137,10 @@ struct RealFileTests {
         #expect(points[0].latitude == 45.2787641494 && points[0].longitude == 13.726695478)
         #expect(points[0].name == "#001")
         #expect(points.allSatisfy { $0.time == nil && $0.elevation == nil })
-        #expect(throws: GPXError.self) { try GPXReader.readLocations(contentsOf: TestData.path("gpxpy__route.gpx")) }
+        let untimed = #expect(throws: GPXError.self) { try GPXReader.readLocations(contentsOf: TestData.path("gpxpy__route.gpx")) }
+        #expect(untimed?.code == .missingTime, "\(String(describing: untimed))")
+        #expect(untimed?.file == TestData.path("gpxpy__route.gpx"))
+        #expect(untimed?.message == "<rtept> has no <time>, and no timestamp was given for untimed points")
         let epoch = Date(timeIntervalSince1970: 0)
         let locations = try GPXReader.readLocations(contentsOf: TestData.path("gpxpy__route.gpx"), timestampIfUntimed: epoch)
         #expect(locations.count == 55 && locations.allSatisfy { $0.timestamp == epoch })

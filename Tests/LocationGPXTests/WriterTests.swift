@@ -67,7 +67,9 @@ import Testing
         try writer.write(Self.full)
         try writer.finish()
         try writer.finish()  // again: nothing happens
-        #expect(throws: GPXError.self) { try writer.write(Self.bare) }
+        let closed = #expect(throws: GPXError.self) { try writer.write(Self.bare) }
+        #expect(closed?.code == .writerClosed, "\(String(describing: closed))")
+        #expect(closed?.message == "the writer was already finished")
 
         let points = try GPXReader.readPoints(contentsOf: path)
         #expect(points.map { "\($0.container).\($0.segment).\($0.index)" } == ["0.0.0", "0.1.0", "0.1.1", "1.0.0"])
@@ -114,14 +116,17 @@ import Testing
     @Test func invalidLocationsAreRefusedAndNothingIsWritten() throws {
         var pieces: [[UInt8]] = []
         let writer = try GPXWriter { pieces.append($0) }
-        for bad in [
-            Location(latitude: 91, longitude: 0, timestamp: Date()),
-            Location(latitude: 0, longitude: -180.5, timestamp: Date()),
-            Location(latitude: .nan, longitude: 0, timestamp: Date()),
-            Location(latitude: 0, longitude: 0, timestamp: Date(timeIntervalSince1970: 1e12)),
-            Location(latitude: 0, longitude: 0, timestamp: Date(timeIntervalSince1970: -7e10)),
+        // Each refused for what is wrong with it: the coordinate, or a time GPX cannot hold.
+        for (bad, reason) in [
+            (Location(latitude: 91, longitude: 0, timestamp: Date()), "coordinate (91.0, 0.0) is outside [-90, 90] × [-180, 180]"),
+            (Location(latitude: 0, longitude: -180.5, timestamp: Date()), "coordinate (0.0, -180.5) is outside [-90, 90] × [-180, 180]"),
+            (Location(latitude: .nan, longitude: 0, timestamp: Date()), "coordinate (nan, 0.0) is outside [-90, 90] × [-180, 180]"),
+            (Location(latitude: 0, longitude: 0, timestamp: Date(timeIntervalSince1970: 1e12)), "lies outside the years 0001–9999 that GPX can hold"),
+            (Location(latitude: 0, longitude: 0, timestamp: Date(timeIntervalSince1970: -7e10)), "lies outside the years 0001–9999 that GPX can hold"),
         ] {
-            #expect(throws: GPXError.self) { try writer.write(bad) }
+            let error = #expect(throws: GPXError.self) { try writer.write(bad) }
+            #expect(error?.code == .invalidLocation, "\(String(describing: error))")
+            #expect(error?.message.hasSuffix(reason) == true, "\(String(describing: error))")
         }
         try writer.write(Self.bare)  // the writer is still usable
         try writer.finish()
@@ -129,17 +134,18 @@ import Testing
     }
 
     @Test func outputFailuresAreReported() throws {
-        #expect(throws: GPXError.self) { try GPXWriter(path: "/nonexistent/dir/out.gpx") }
+        let unopened = #expect(throws: GPXError.self) { try GPXWriter(path: "/nonexistent/dir/out.gpx") }
+        #expect(unopened?.code == .io, "\(String(describing: unopened))")
+        #expect(unopened?.description == "/nonexistent/dir/out.gpx: cannot create the file: No such file or directory")
         struct Full: Error {}
         let writer = try GPXWriter { _ in throw Full() }
         try writer.write(Self.bare)
-        do {
-            try writer.finish()
-            Issue.record("finish should fail")
-        } catch {
-            #expect(error.code == .io)
-        }
-        #expect(throws: GPXError.self) { try writer.write(Self.bare) }
+        let failed = #expect(throws: GPXError.self) { try writer.finish() }
+        #expect(failed?.code == .io, "\(String(describing: failed))")
+        #expect(failed?.message == "the output failed: Full()")
+        // A writer whose output failed stays failed: each later use repeats that failure.
+        let after = #expect(throws: GPXError.self) { try writer.write(Self.bare) }
+        #expect(after != nil && after == failed, "\(String(describing: after))")
     }
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "this system has no /dev/full"))

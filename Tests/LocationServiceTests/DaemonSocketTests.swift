@@ -133,7 +133,11 @@ struct DaemonSocketTests {
         let loadEnd = ContinuousClock.now + .seconds(churnDuration)
         while ContinuousClock.now < loadEnd || stuckDroppedAfter == nil {
             if let rss = Self.residentMemory(pid) { samples.append(rss) }
-            if stuckDroppedAfter == nil, let status = try? daemon.status(), status.watchers == watcherCount {
+            // Under a sanitizer a slow watcher may rightly be dropped too (see below), so there the count only has
+            // to fall below where the stuck client left it; drainsToEnd(stuck) proves which connection was closed.
+            if stuckDroppedAfter == nil, let status = try? daemon.status(),
+                Sanitizer.speedUnderLoadIsMeaningful ? status.watchers == watcherCount : status.watchers <= watcherCount
+            {
                 stuckDroppedAfter = (ContinuousClock.now - stuckSince).seconds
             }
             if ContinuousClock.now - stuckSince > .seconds(30) { break }

@@ -165,17 +165,29 @@ struct DaemonTests {
         // Acquisitions go on until the state change lands, one per second of wall time (10 s of track time
         // at 10×): each command takes a few milliseconds, but over a second under ThreadSanitizer.
         let window = statusAsked.duration(to: .now)
-        usleep(300_000)
+        // The watcher is interrupted once it has written the return to active, which follows the batch.
+        let expectedStates = ["active", "inactive", "background", "suspended", "inactive", "active"]
+        func watched() throws -> [[String: Any]] {
+            // Whole lines only: the last one may still be being written.
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            return try jsonObjects(text.split(separator: "\n").dropLast(text.hasSuffix("\n") ? 0 : 1).map(String.init))
+        }
+        func states(_ objects: [[String: Any]]) -> [String] {
+            objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
+        }
+        #expect(try eventually(30) { try states(watched()).count >= expectedStates.count }, "the watcher wrote the return to active")
         watcher.interrupt()
+        let ended = eventually(10) { !watcher.isRunning }
+        if !ended { kill(watcher.processIdentifier, SIGKILL) }
         watcher.waitUntilExit()
-        #expect(watcher.terminationStatus == 130, "SIGINT ended the watch")
-        let objects = try jsonObjects((try String(contentsOfFile: out, encoding: .utf8)).split(separator: "\n").map(String.init))
-        let states = objects.filter { $0["type"] as? String == "state" }.compactMap { $0["state"] as? String }
-        #expect(states.starts(with: ["active", "inactive", "background", "suspended", "inactive", "active"]))
+        #expect(ended && watcher.terminationStatus == 130, "SIGINT ended the watch")
+        let objects = try watched()
+        #expect(states(objects).starts(with: expectedStates), "\(states(objects))")
         let batchIndex = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
         let count = try #require(objects[batchIndex]["count"] as? Int)
         #expect(count >= held && count <= held + 1 + Int(window / .seconds(1)), "\(count) in the batch, \(held) held \(window) before")
-        #expect(objects[(batchIndex + 1)...].prefix(count).allSatisfy { $0["type"] as? String == "location" })
+        let delivered = objects[(batchIndex + 1)...].prefix(count)
+        #expect(delivered.count == count && delivered.allSatisfy { $0["type"] as? String == "location" })
     }
 
     @Test("watch --socket writes the daemon's locations as a valid GPX file")
@@ -208,7 +220,9 @@ struct DaemonTests {
         try client.send(rawLine: Array(#"{"command":"status","pad":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 70_000) + Array("\"}\n".utf8))
         let reply = try #require(try JSONSerialization.jsonObject(with: Data(client.readLine(timeout: .seconds(10)))) as? [String: Any])
         #expect((reply["error"] as? [String: Any])?["code"] as? String == "request-too-large")
-        #expect(throws: ControlError.self) { try client.readLine(timeout: .seconds(10)) }
+        // Closed after that reply: the next read ends with the connection, not with a timeout.
+        let closed = #expect(throws: ControlError.self) { try client.readLine(timeout: .seconds(10)) }
+        #expect(closed?.code == .connectionClosed, "\(String(describing: closed))")
         #expect(try daemon.request(#"{"command":"state"}"#)["state"] as? String == "active")
         #expect(daemon.process.isRunning)
     }

@@ -58,13 +58,16 @@ struct FixQualityServiceTests {
         #expect(TextEventFormatter.line(.source(.noFix, satellitesVisible: 1)) == "── waiting for a fix (1 satellite seen)")
         #expect(TextEventFormatter.line(events[1]) == "── waiting for a fix")
         #expect(TextEventFormatter.line(events[2]) == "── fix acquired")
-        for hostile in [
-            #"{"type":"source","status":"sleeping"}"#, #"{"type":"source"}"#,
-            #"{"type":"source","status":"no-fix","satellitesVisible":-1}"#,
-            #"{"type":"source","status":"no-fix","satellitesVisible":1e300}"#,
-            #"{"type":"source","status":"no-fix","satellitesVisible":"7"}"#,
+        // A source event with a bad status or count is refused as one; a count that is no Int is no event line.
+        for (hostile, reason) in [
+            (#"{"type":"source","status":"sleeping"}"#, "bad source event"), (#"{"type":"source"}"#, "bad source event"),
+            (#"{"type":"source","status":"no-fix","satellitesVisible":-1}"#, "bad source event"),
+            (#"{"type":"source","status":"no-fix","satellitesVisible":1e300}"#, "not an event line"),
+            (#"{"type":"source","status":"no-fix","satellitesVisible":"7"}"#, "not an event line"),
         ] {
-            #expect(throws: LocationError.self, "\(hostile)") { try ControlEventDecoder.event(Array(hostile.utf8)) }
+            let error = #expect(throws: LocationError.self, "\(hostile)") { try ControlEventDecoder.event(Array(hostile.utf8)) }
+            #expect(error?.code == .invalidData, "\(hostile): \(String(describing: error))")
+            #expect(error?.message == "\(reason): \(hostile)", "\(String(describing: error))")
         }
     }
 

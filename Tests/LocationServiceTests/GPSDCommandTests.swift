@@ -18,45 +18,54 @@ final class FakeGPSD: Sendable {
         fake = try GPSFakeProcess(capture: capture, options: ["-c", "0.05", "-W", "30"])
         try fake.waitUntilAccepting()
         // gpsfake adds its device to gpsd a moment after gpsd accepts connections; a client that comes in
-        // between is told gpsd has no receiver. Wait until gpsd lists it.
-        Self.waitUntilDeviceListed(port: fake.port)
+        // between is told gpsd has no receiver. Wait until gpsd lists it (at most 10 s; the test then says
+        // what it got).
+        fake.waitUntilDeviceListed()
     }
+}
 
-    /// Asks gpsd for its devices until it lists one (at most 10 s; the test then says what it got).
-    private static func waitUntilDeviceListed(port: Int) {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if devicesReply(port: port).contains(#""devices":[{"#) { return }
-            usleep(50_000)
+/// A client of gpsd's own, watching in JSON: what gpsd reports to every watcher.
+final class GPSDWatcher {
+    private let fd: Int32
+    private var pending: [UInt8] = []
+    /// Whether gpsd closed the connection.
+    private(set) var closed = false
+
+    init(port: Int) throws {
+        fd = try LoopbackTCP.connect(port: port)
+        let request = Array(#"?WATCH={"enable":true,"json":true};"#.utf8) + [0x0A]
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            close(fd)
+            throw LocationError(.sourceUnavailable, "cannot send WATCH to gpsd on port \(port)")
         }
     }
 
-    /// gpsd's reply to `?DEVICES;` (with its greeting before it), or what came within half a second.
-    private static func devicesReply(port: Int) -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    deinit { close(fd) }
+
+    /// The JSON objects of the whole lines that arrive within `duration` (those already there, for zero).
+    func read(for duration: Duration) -> [[String: Any]] {
+        let deadline = ContinuousClock.now + duration
+        if closed {
+            // Nothing more will come: the caller's loop keeps its pace rather than spinning.
+            usleep(UInt32(duration / .microseconds(1)))
+            return []
         }
-        guard connected == 0 else { return "" }
-        let request = Array("?DEVICES;\n".utf8)
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var reply: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let deadline = ContinuousClock.now + .milliseconds(500)
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        while ContinuousClock.now < deadline, !String(decoding: reply, as: UTF8.self).contains(#""class":"DEVICES""#) {
-            guard poll(&fds, 1, 100) > 0 else { continue }
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        repeat {
+            let wait = max(0, Int32((deadline - ContinuousClock.now) / .milliseconds(1)))
+            guard poll(&descriptor, 1, wait) > 0 else { break }
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            reply += buffer[..<count]
-        }
-        return String(decoding: reply, as: UTF8.self)
+            guard count > 0 else {
+                closed = true
+                break
+            }
+            pending += buffer[..<count]
+        } while ContinuousClock.now < deadline
+        guard let end = pending.lastIndex(of: 0x0A) else { return [] }
+        let lines = pending[...end].split(separator: 0x0A)
+        pending.removeSubrange(...end)
+        return lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0))) as? [String: Any] }
     }
 }
 
@@ -125,10 +134,27 @@ struct GPSDCommandTests {
         let capture = try Self.capture("skytraq.log")
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
-        let result = try Tool.run(
-            "locationctl", ["current", "--gpsd", "127.0.0.1:\(gpsd.port)", "--timeout", "3"], timeout: 60, in: directory)
-        #expect(result.status == 75, "\(result.stderr)")
-        #expect(result.stderr.contains("no fix"))
+        // A watcher of our own sees what gpsd reports while current waits: the receiver's reports without a
+        // fix (TPV mode 1), so that "no fix" is the receiver's answer, not that of a gpsd that sent nothing.
+        let observer = try GPSDWatcher(port: gpsd.port)
+        _ = observer.read(for: .zero)  // what came before current started
+        let (process, out, err) = try Tool.start(
+            "locationctl", ["current", "--gpsd", "127.0.0.1:\(gpsd.port)", "--timeout", "3"], in: directory)
+        var seen: [[String: Any]] = []
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning, ContinuousClock.now < deadline { seen += observer.read(for: .milliseconds(100)) }
+        if process.isRunning {
+            Issue.record("current did not end within 60 s")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 75, "\(stderr)")
+        #expect(stderr == "locationctl: gpsd at 127.0.0.1:\(gpsd.port) gave no fix within 3.0 s\n")
+        #expect(((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").isEmpty)
+        let modes = seen.filter { $0["class"] as? String == "TPV" }.compactMap { $0["mode"] as? Int }
+        #expect(modes.contains(1), "gpsd reported the receiver without a fix while current waited: \(modes)")
+        #expect(!modes.contains { $0 >= 2 }, "and never with one: \(modes)")
     }
 
     @Test("something else on the port: exit 69 with one line saying so")

@@ -79,7 +79,9 @@ struct LifecycleStateFileTests {
         try text.write(toFile: file.path, atomically: true, encoding: .utf8)
         #expect(reason().contains("notRunning"))
 
-        #expect(throws: LocationError.self) { try LifecycleStateFile(journalPath: directory.file("none")).save(.active) }
+        let unsaved = #expect(throws: LocationError.self) { try LifecycleStateFile(journalPath: directory.file("none")).save(.active) }
+        #expect(unsaved?.code == .journalIO, "\(String(describing: unsaved))")
+        #expect(unsaved?.message == "cannot save lifecycle state: journal \(directory.file("none")) does not exist")
     }
 
     @Test("noting states saves each one, keeps the last running state on termination, and reports a failed save")

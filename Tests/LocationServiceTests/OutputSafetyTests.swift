@@ -109,13 +109,29 @@ struct OutputSafetyTests {
     func closedPipeEndsAQuietStream() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 2_000)  // paced at 10×, 200 s of holding if nothing stopped it
-        // The reader takes its byte only after every line before the suspension is in the pipe, so no later
-        // write can find it gone: only watching the pipe itself ends the command.
+        // The reader reads the fixes written before the suspension and leaves once it has read the suspended
+        // state: after that line the replay writes nothing (its fixes are held), so no write can find the
+        // reader gone: only watching the pipe ends the command. (A shell loop reads no further than the line;
+        // mawk, for one, waits for a whole block.)
+        let reader = #"""
+            fixes=0
+            while IFS= read -r line; do
+                case $line in
+                *'"type":"location"'*) fixes=$((fixes + 1)) ;;
+                *'"state":"suspended"'*) echo "$fixes fixes, then suspended"; exit 0 ;;
+                esac
+            done
+            exit 1
+            """#
         let started = Date()
         let result = try Tool.run(
-            "/bin/bash", ["-c", "\"$0\" replay \"$1\" --speed 10 --lifecycle 1s:suspended | { sleep 1; head -c 1 > /dev/null; }; exit ${PIPESTATUS[0]}",
+            "/bin/bash", ["-c", "\"$0\" replay \"$1\" --speed 10 --lifecycle 1s:suspended --format json | {\n\(reader)\n}\n"
+                              + #"statuses=("${PIPESTATUS[@]}"); echo "reader ${statuses[1]}"; exit ${statuses[0]}"#,
                           Tool.path("locationctl"), track],
             timeout: 60, in: directory)
+        #expect(result.lines.last == "reader 0", "the reader saw the suspension: \(result.stdout)")
+        let fixes = result.lines.first.flatMap { Int($0.prefix { $0 != " " }) } ?? 0
+        #expect(fixes >= 1 && result.lines.first == "\(fixes) fixes, then suspended", "fixes were written first: \(result.stdout)")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stderr.contains("locationctl:"), "\(result.stderr)")
         #expect(Date().timeIntervalSince(started) < 15, "the replay went on for nobody")
@@ -206,5 +222,33 @@ struct OutputSafetyTests {
                           Tool.path("locationctl"), track],
             in: directory)
         #expect(dash.stdout == "20\n", "\(dash.stdout) \(dash.stderr)")
+
+        // A FIFO made with mkfifo, a writer on the other end: replayed whole, named as given. The writer's
+        // status says it wrote the whole track into the FIFO (one the replay never opened would block it: it
+        // is then killed).
+        let fifo = directory.file("track.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let fromFIFO = try Tool.run(
+            "/bin/bash", ["-c", #"cat "$1" > "$2" & writer=$!; "$0" replay "$2" --fast --format jsonl; status=$?; [ $status -eq 0 ] || kill $writer; wait $writer; echo "writer $?" >&2; exit $status"#,
+                          Tool.path("locationctl"), track, fifo],
+            timeout: 60, in: directory)
+        #expect(fromFIFO.status == 0, "\(fromFIFO.stderr)")
+        #expect(fromFIFO.stderr.hasSuffix("writer 0\n"), "\(fromFIFO.stderr)")
+        let fifoLocations = try jsonObjects(fromFIFO.lines).filter { $0["type"] as? String == "location" }
+        #expect(fifoLocations.count == 20, "\(fromFIFO.stdout)")
+        #expect(fifoLocations.allSatisfy { $0["source"] as? String == "track.fifo" }, "\(fromFIFO.stdout)")
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+
+        // A shell's <(…): a /dev/fd path to a pipe, named by its last component as given.
+        let substituted = try Tool.run(
+            "/bin/bash", ["-c", #"replay() { echo "given ${1##*/}" >&2; "$0" replay "$1" --fast --format jsonl; }; replay <(cat "$1")"#,
+                          Tool.path("locationctl"), track],
+            timeout: 60, in: directory)
+        #expect(substituted.status == 0, "\(substituted.stderr)")
+        let given = try #require(substituted.stderr.split(separator: "\n").first { $0.hasPrefix("given ") }?.dropFirst(6), "\(substituted.stderr)")
+        let substitutedLocations = try jsonObjects(substituted.lines).filter { $0["type"] as? String == "location" }
+        #expect(substitutedLocations.count == 20, "\(substituted.stdout)")
+        #expect(substitutedLocations.allSatisfy { $0["source"] as? String == String(given) }, "named \(given): \(substituted.stdout)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationTesting
 import Testing
 
@@ -56,5 +57,37 @@ struct ParserFuzzTests {
         try ParserFuzzHarness.check(.lifecycleScript, Array("10s:back\nground".utf8))
         // Found by the control-reply target: a failure reply with an empty message was refused without one.
         try ParserFuzzHarness.check(.controlReply, Array(#"{"ok":false,"error":{"code":"no-fix","message":""}}"#.utf8))
+
+        // A parser with a planted fault must be reported, for each property: one that loses the timeout of the
+        // line it reads back, one that refuses that line, and one that refuses without a reason.
+        let line = Array(#"{"command":"current","timeout":2.5}"#.utf8)
+        /// The real parser for the first line it reads (the input), `fault` for the next (the re-encoded line).
+        func planted(
+            _ fault: @escaping ([UInt8]) throws(ControlError) -> ControlRequest
+        ) -> ([UInt8]) throws(ControlError) -> ControlRequest {
+            var reads = 0
+            return { bytes throws(ControlError) in
+                reads += 1
+                return reads == 1 ? try ControlRequest(line: bytes) : try fault(bytes)
+            }
+        }
+        let changed = #expect(throws: ParserFuzzHarness.PropertyViolation.self) {
+            try ParserFuzzHarness.checkControlRequest(line, parse: planted { _ throws(ControlError) in .current(timeout: nil, accuracy: nil) })
+        }
+        #expect(
+            changed?.description == "control-request: \(ControlRequest.current(timeout: .seconds(2.5), accuracy: nil)) re-encodes as "
+                + "\(ControlRequest.current(timeout: nil, accuracy: nil))")
+        let refused = #expect(throws: ParserFuzzHarness.PropertyViolation.self) {
+            try ParserFuzzHarness.checkControlRequest(line, parse: planted { _ throws(ControlError) in throw ControlError(.badRequest, "planted refusal") })
+        }
+        #expect(
+            refused?.description == "control-request: \(ControlRequest.current(timeout: .seconds(2.5), accuracy: nil)) re-encodes as a line it "
+                + "refuses: planted refusal")
+        let unexplained = #expect(throws: ParserFuzzHarness.PropertyViolation.self) {
+            try ParserFuzzHarness.checkControlRequest(line) { _ throws(ControlError) in throw ControlError(.badRequest, "") }
+        }
+        #expect(unexplained?.description == "control-request: a refusal without a message")
+        // The real parser passes the same line.
+        try ParserFuzzHarness.checkControlRequest(line, parse: ControlRequest.init(line:))
     }
 }

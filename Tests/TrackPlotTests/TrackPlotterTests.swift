@@ -21,7 +21,9 @@ import TrackPlot
     }
 
     @Test func aPictureSizeOutOfRangeIsRefused() {
-        #expect(throws: PlotError.self) { try PlotFixtures.svg([PlotFixtures.point(0, 0, 0)], width: 10) }
+        let error = #expect(throws: PlotError.self) { try PlotFixtures.svg([PlotFixtures.point(0, 0, 0)], width: 10) }
+        #expect(error?.code == .invalidOption, "\(String(describing: error))")
+        #expect(error?.message == "the picture must be 200…20000 pixels on each side")
     }
 
     @Test func onePointMakesAWellFormedPictureWithTitleLegendScaleAndNorth() throws {
