@@ -160,7 +160,6 @@ package enum JSONLineValidator {
                 members.listsSatellites = true
                 try value(depth: depth)
             } else if topLevel, matches(key, "lat") || matches(key, "lon") {
-                let start = index
                 let isNumber = bytes[index] == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
                 try value(depth: depth)
                 if !isNumber, members.nonNumericCoordinate == nil { members.nonNumericCoordinate = key.lowerBound..<index }
