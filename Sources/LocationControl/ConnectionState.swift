@@ -40,6 +40,8 @@ struct ConnectionState: Sendable {
     var isWatcher = false
     /// Events dropped since the output buffer filled; reported once it drains.
     var missedEvents = 0
+    /// Of those, the fixes of held batches missed whole.
+    var missedHeldFixes = 0
     /// When the connection is closed if it keeps not reading; set only while output is pending.
     var stallDeadline: ContinuousClock.Instant?
     /// The connecting process's user (SO_PEERCRED), for sharing connections fairly between users.
@@ -66,10 +68,17 @@ struct ConnectionState: Sendable {
     ///
     /// Once a line does not fit, this and every later line are counted as missed until the buffer drains,
     /// so the watcher sees a gap marked by one `watcher-lagged` line, never a silently thinned stream.
-    mutating func enqueueEvent(_ line: [UInt8], limit: Int) -> Bool {
+    ///
+    /// A held batch (`heldFixes` > 0: its batch line and location lines in one unit) is queued whole or not at
+    /// all, whatever its size, while the watcher is keeping up (nothing missed, its buffer within the limit):
+    /// a batch larger than the buffer must still reach a watcher that reads. Its bytes are shared by every
+    /// watcher it is queued to. A batch missed is named in the `watcher-lagged` line.
+    mutating func enqueueEvent(_ line: [UInt8], limit: Int, heldFixes: Int = 0) -> Bool {
         guard !closeNow, !closeWhenFlushed else { return false }
-        if missedEvents > 0 || output.count + line.count > limit {
+        let fits = heldFixes > 0 ? output.count <= limit : output.count + line.count <= limit
+        if missedEvents > 0 || !fits {
             missedEvents += 1
+            missedHeldFixes += heldFixes
             return false
         }
         output.append(line)
@@ -83,10 +92,12 @@ struct ConnectionState: Sendable {
         while true {
             if output.isEmpty {
                 guard missedEvents > 0 else { break }
+                let batches = missedHeldFixes > 0 ? ", among them \(missedHeldFixes) held fixes" : ""
                 output.append(JSONText.errorEventLine(
                     code: ControlError.Code.watcherLagged.rawValue,
-                    message: "missed \(missedEvents) events"))
+                    message: "missed \(missedEvents) events\(batches)"))
                 missedEvents = 0
+                missedHeldFixes = 0
             }
             switch output.write(to: fd) {
             case .drained:

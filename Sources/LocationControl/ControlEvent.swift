@@ -6,8 +6,9 @@ public enum ControlEvent: Sendable, Hashable {
     case location(Location)
     /// The app's lifecycle state changed.
     case state(ApplicationState)
-    /// The next `count` location events are one flushed batch.
-    case batch(count: Int, reason: String)
+    /// The next `count` location events are one flushed batch. From locationd it has an `id`: the consumer
+    /// acknowledges the batch with it (``ControlRequest/acknowledge(batch:)``) once it has the fixes.
+    case batch(count: Int, reason: String, id: String? = nil)
     /// Something went wrong.
     case error(LocationError)
     /// The receiver's fix state, for a person watching: `noFix` while it waits for a fix (with the

@@ -12,6 +12,7 @@ public enum ControlEventDecoder {
         var message: String?
         var status: String?
         var satellitesVisible: Int?
+        var id: String?
     }
 
     /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event,
@@ -44,7 +45,7 @@ public enum ControlEventDecoder {
             return .state(state)
         case "batch":
             guard let count = header.count, count >= 0 else { throw LocationError(.invalidData, "bad batch event: \(preview(line))") }
-            return .batch(count: count, reason: header.reason ?? "foreground")
+            return .batch(count: count, reason: header.reason ?? "foreground", id: header.id)
         case "error":
             // A code this build does not know is kept as it is: codes are extensible.
             let code = header.code.map(LocationError.Code.init(rawValue:)) ?? .sourceFailed

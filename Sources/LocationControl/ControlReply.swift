@@ -20,11 +20,20 @@ public struct ControlReply: Sendable, Hashable {
     public let isSuccess: Bool
     /// Event lines queued right after a successful `watch` reply, before any broadcast.
     let followUp: [[UInt8]]
+    /// A held batch queued after `followUp`, whole (its lines, and how many fixes it has).
+    let heldBatch: HeldBatchLines?
 
-    private init(line: [UInt8], isSuccess: Bool, followUp: [[UInt8]] = []) {
+    /// A held batch's lines, queued as one unit.
+    struct HeldBatchLines: Sendable, Hashable {
+        var lines: [UInt8]
+        var count: Int
+    }
+
+    private init(line: [UInt8], isSuccess: Bool, followUp: [[UInt8]] = [], heldBatch: HeldBatchLines? = nil) {
         self.line = line
         self.isSuccess = isSuccess
         self.followUp = followUp
+        self.heldBatch = heldBatch
     }
 
     /// The reply text without its trailing newline.
@@ -106,6 +115,14 @@ public struct ControlReply: Sendable, Hashable {
     /// in the same step as the reply, so no broadcast can come between. Each line is one JSON object ending in `\n`.
     public static func watching(then lines: [[UInt8]] = []) -> ControlReply {
         ControlReply(line: Array("{\"ok\":true,\"watching\":true}\n".utf8), isSuccess: true, followUp: lines)
+    }
+
+    /// `{"ok":true,"watching":true}`, then `lines`, then a held batch (its batch line and `count` location
+    /// lines) queued whole, whatever its size.
+    public static func watching(then lines: [[UInt8]], heldBatch: [UInt8], count: Int) -> ControlReply {
+        ControlReply(
+            line: Array("{\"ok\":true,\"watching\":true}\n".utf8), isSuccess: true, followUp: lines,
+            heldBatch: HeldBatchLines(lines: heldBatch, count: count))
     }
 
     /// `{"ok":true,"watching":true}` with nothing queued after it.

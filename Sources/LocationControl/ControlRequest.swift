@@ -14,6 +14,7 @@ import LocationCore
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
 /// | ``open(app:attach:create:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
 /// | ``apps`` | `{"command":"apps"}` |
+/// | ``acknowledge(batch:)`` | `{"command":"ack","batch":"k3x9.120"}` |
 ///
 /// Every request acts on the connection's app: `default` until an `open` names another.
 public enum ControlRequest: Sendable, Hashable {
@@ -39,9 +40,12 @@ public enum ControlRequest: Sendable, Hashable {
     case open(app: String, attach: Bool = false, create: Bool = true, policy: AppPolicy = AppPolicy())
     /// Every app session the caller may see, with each one's status.
     case apps
+    /// Tells the daemon that the held batch with this id (the `id` of its batch line) has reached its
+    /// consumer: the daemon keeps a flushed batch until a consumer of the app says so.
+    case acknowledge(batch: String)
 
     /// The command names the protocol knows, in the order they are documented.
-    public static let commands = ["current", "state", "status", "watch", "open", "apps"]
+    public static let commands = ["current", "state", "status", "watch", "open", "apps", "ack"]
 
     /// The app a connection acts on until it opens another.
     public static let defaultApp = "default"
@@ -76,6 +80,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .watch: "watch"
         case .open: "open"
         case .apps: "apps"
+        case .acknowledge: "ack"
         }
     }
 
@@ -151,6 +156,11 @@ public enum ControlRequest: Sendable, Hashable {
             self = .open(app: app, attach: wire.attach ?? false, create: wire.create ?? true, policy: policy)
         case "apps":
             self = .apps
+        case "ack":
+            guard let batch = wire.batch, !batch.isEmpty, batch.utf8.count <= 64 else {
+                throw ControlError(.badRequest, "\"ack\" needs \"batch\", the id of the batch line it acknowledges")
+            }
+            self = .acknowledge(batch: batch)
         default:
             throw ControlError(
                 .unknownCommand,
@@ -174,6 +184,8 @@ public enum ControlRequest: Sendable, Hashable {
             if attach { text += ",\"attach\":true" }
             if !create { text += ",\"create\":false" }
             text += policy.jsonMembers
+        case .acknowledge(let batch):
+            text += ",\"batch\":\(JSONText.string(batch))"
         case .status, .watch, .apps:
             break
         }
@@ -185,6 +197,7 @@ public enum ControlRequest: Sendable, Hashable {
     private static let keys: [String: [String]] = [
         "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
         "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates"], "apps": ["command"],
+        "ack": ["command", "batch"],
     ]
 
     /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
@@ -217,6 +230,7 @@ public enum ControlRequest: Sendable, Hashable {
         var reducedAccuracy: Double?
         var backgroundLocation: Bool?
         var updates: Bool?
+        var batch: String?
     }
 
     /// One line for a person out of a decoding error.

@@ -91,6 +91,17 @@ public final class ControlServer: Sendable {
         core.broadcast(line, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)))
     }
 
+    /// Queues a held batch (its batch line and its `count` location lines, as one unit) to those of
+    /// `connections` that are watchers: to each whole, whatever its size, while that watcher keeps up, else
+    /// not at all (its `watcher-lagged` line counts the fixes it missed). The bytes are shared, not copied.
+    ///
+    /// - Returns: How many watchers queued it.
+    @discardableResult
+    public func broadcastBatch(_ lines: [UInt8], count: Int, to connections: Set<ControlConnection>) -> Int {
+        core.broadcast(
+            lines, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)), heldFixes: max(1, count))
+    }
+
     /// How many connections are open.
     public var connectionCount: Int {
         core.state.withLock { $0.connections.count }

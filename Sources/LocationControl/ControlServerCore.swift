@@ -514,6 +514,10 @@ final class ControlServerCore: Sendable {
                 for line in reply.followUp {
                     _ = state.connections[id]?.enqueueEvent(Self.terminated(line), limit: configuration.maxOutputBuffer)
                 }
+                if let batch = reply.heldBatch {
+                    _ = state.connections[id]?.enqueueEvent(
+                        Self.terminated(batch.lines), limit: configuration.maxOutputBuffer, heldFixes: max(1, batch.count))
+                }
             }
             if thenClose { state.connections[id]?.closeWhenFlushed = true }
             state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
@@ -536,7 +540,7 @@ final class ControlServerCore: Sendable {
     }
 
     /// Queues an event line to every watcher; returns how many queued it.
-    func broadcast(_ line: [UInt8], to only: Set<UInt64>?) -> Int {
+    func broadcast(_ line: [UInt8], to only: Set<UInt64>?, heldFixes: Int = 0) -> Int {
         let line = Self.terminated(line)
         return state.withLock { state in
             guard !state.stopped, state.watcherCount > 0 else { return 0 }
@@ -547,16 +551,18 @@ final class ControlServerCore: Sendable {
             for (id, connection) in state.connections where connection.isWatcher && only?.contains(id) != false {
                 // Over the total, a slow watcher (output already waiting) misses this line, counted.
                 let limit = overTotal && !connection.output.isEmpty ? 0 : configuration.maxOutputBuffer
-                if push(line, to: id, limit: limit, in: &state) { queued += 1 }
+                if push(line, to: id, limit: limit, heldFixes: heldFixes, in: &state) { queued += 1 }
             }
             return queued
         }
     }
 
     /// Queues and writes at once; wakes the loop only when output is left over for it to poll.
-    private func push(_ line: [UInt8], to id: UInt64, limit: Int, in state: inout ServerState) -> Bool {
+    private func push(
+        _ line: [UInt8], to id: UInt64, limit: Int, heldFixes: Int = 0, in state: inout ServerState
+    ) -> Bool {
         let wasEmpty = state.connections[id]?.output.isEmpty ?? false
-        guard state.connections[id]?.enqueueEvent(line, limit: limit) == true else {
+        guard state.connections[id]?.enqueueEvent(line, limit: limit, heldFixes: heldFixes) == true else {
             return false
         }
         if wasEmpty {

@@ -177,8 +177,8 @@ public final class DaemonLocationSource: LocationSource {
         private struct State {
             /// Requests sent and not yet answered, oldest first.
             var waiting: [Reply] = []
-            /// A batch being read: how many fixes it has, and those read so far.
-            var batch: (count: Int, locations: [Location])?
+            /// A batch being read: how many fixes it has, its id (to acknowledge it), and those read so far.
+            var batch: (count: Int, id: String?, locations: [Location])?
             var ended: LocationError?
             var isEnded = false
             var endWaiters: [CheckedContinuation<LocationError?, Never>] = []
@@ -224,6 +224,22 @@ public final class DaemonLocationSource: LocationSource {
                 throw ControlError(.timeout, "locationd did not answer \(request.command) within \(timeout)")
             }
             return try result.get()
+        }
+
+        /// Sends a request without waiting for its reply (which the reader takes and drops).
+        func post(_ request: ControlRequest) {
+            let reply = Reply()
+            sending.lock()
+            defer { sending.unlock() }
+            let open = state.withLock { state -> Bool in
+                guard !state.isEnded else { return false }
+                state.waiting.append(reply)
+                return true
+            }
+            guard open else { return }
+            do throws(ControlError) { try client.send(request) } catch {
+                state.withLock { state in state.waiting.removeAll { $0 === reply } }
+            }
         }
 
         /// Waits until the connection ends; `nil` when it was stopped.
@@ -278,24 +294,39 @@ public final class DaemonLocationSource: LocationSource {
         }
 
         private func handle(_ event: ControlEvent) {
+            // The daemon sends a held batch as one unit: its location lines follow its batch line with nothing
+            // between. Any other line ends a batch being read, so a live fix is never counted into one.
+            if case .location = event {} else {
+                let unfinished = state.withLock { state -> [Location] in
+                    defer { state.batch = nil }
+                    return state.batch?.locations ?? []
+                }
+                if !unfinished.isEmpty { context.deliverHeld(unfinished) }
+            }
             switch event {
-            case .batch(let count, _):
-                state.withLock { $0.batch = count > 0 ? (count, []) : nil }
+            case .batch(let count, _, let id):
+                state.withLock { $0.batch = count > 0 ? (count, id, []) : nil }
             case .location(let location):
-                let complete = state.withLock { state -> [Location]? in
+                let complete = state.withLock { state -> (locations: [Location], id: String?)? in
                     guard var batch = state.batch else { return nil }
                     batch.locations.append(location)
                     if batch.locations.count >= batch.count {
                         state.batch = nil
-                        return batch.locations
+                        return (batch.locations, batch.id)
                     }
                     state.batch = batch
-                    return []
+                    return ([], nil)
                 }
                 switch complete {
-                case nil: context.deliver(location)
-                case let held? where !held.isEmpty: context.deliverHeld(held)
-                default: break
+                case nil:
+                    context.deliver(location)
+                case let (held, id)? where !held.isEmpty:
+                    // The daemon keeps the batch until told that the app's delegate has it.
+                    context.deliverHeld(held) { [weak self] in
+                        if let id { self?.post(.acknowledge(batch: id)) }
+                    }
+                default:
+                    break
                 }
             case .state:
                 // The app's own lifecycle is the truth; the session's follows it.

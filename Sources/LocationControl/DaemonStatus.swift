@@ -55,6 +55,9 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var keptUntil: String?
     /// The most fixes the session holds; beyond it the oldest are dropped and counted in ``dropped``.
     public var holdLimit: Int?
+    /// Fixes flushed in a batch that no consumer has acknowledged yet: they are sent to the app's next
+    /// watcher, and leave the daemon only when a consumer acknowledges them.
+    public var unacknowledged: Int?
     /// How the one receiver runs for all apps: `continuous`, `duty-cycled every N s`, or `off`.
     public var receiver: String?
     /// How many app sessions the daemon has.

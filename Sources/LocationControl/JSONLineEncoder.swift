@@ -6,7 +6,7 @@ import LocationCore
 /// Shapes (keys in this order, absent location fields omitted):
 /// - `{"type":"location", ...Location fields...}`
 /// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}`
-/// - `{"type":"batch","count":N,"reason":"foreground"}`
+/// - `{"type":"batch","count":N,"reason":"foreground"}` (from locationd also `"id":"…"`, to acknowledge it)
 /// - `{"type":"error","code":"...","message":"..."}`
 /// - `{"type":"source","status":"no-fix","satellitesVisible":7}` (the count only when known),
 ///   `{"type":"source","status":"has-fix"}`
@@ -35,11 +35,15 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: #","policy":""#.utf8)
             bytes.append(contentsOf: ControlEvent.policy(for: state).rawValue.utf8)
             bytes.append(contentsOf: "\"}\n".utf8)
-        case .batch(let count, let reason):
+        case .batch(let count, let reason, let id):
             bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)
             bytes.append(contentsOf: String(count).utf8)
             bytes.append(contentsOf: #","reason":"#.utf8)
             appendString(reason, to: &bytes)
+            if let id {
+                bytes.append(contentsOf: #","id":"#.utf8)
+                appendString(id, to: &bytes)
+            }
             bytes.append(contentsOf: "}\n".utf8)
         case .error(let error):
             bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)

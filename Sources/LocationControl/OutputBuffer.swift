@@ -5,6 +5,9 @@ import Darwin
 #endif
 
 /// Bytes waiting to be written to a socket, consumed from the front without shifting on every write.
+///
+/// The bytes are kept as the arrays they were appended as (small ones gathered into one), so that a large
+/// unit queued to many connections (a held batch) is stored once and shared, not copied per connection.
 struct OutputBuffer: Sendable {
     /// The result of writing as much as the socket takes.
     enum WriteResult: Equatable {
@@ -16,30 +19,53 @@ struct OutputBuffer: Sendable {
         case failed(errno: Int32)
     }
 
-    private var storage: [UInt8] = []
+    /// Appended bytes below this size are copied into the last chunk rather than kept as a chunk of their own.
+    private static let gatherLimit = 64 * 1024
+
+    private var chunks: [[UInt8]] = []
+    /// The first chunk not yet written in full.
+    private var first = 0
+    /// Bytes of `chunks[first]` already written.
     private var head = 0
+    /// Whether the last chunk may take more bytes (it is one this buffer gathered, not a shared unit).
+    private var lastIsGathered = false
 
     /// Bytes still to write.
-    var count: Int { storage.count - head }
+    private(set) var count = 0
 
     /// Whether nothing is waiting.
-    var isEmpty: Bool { head == storage.count }
+    var isEmpty: Bool { count == 0 }
 
     /// Appends bytes after everything already waiting.
     mutating func append(_ bytes: [UInt8]) {
-        storage.append(contentsOf: bytes)
+        guard !bytes.isEmpty else { return }
+        count += bytes.count
+        if bytes.count < Self.gatherLimit, lastIsGathered, chunks[chunks.count - 1].count < Self.gatherLimit {
+            chunks[chunks.count - 1].append(contentsOf: bytes)
+            return
+        }
+        // Kept as it is: a large unit stays shared with every other buffer it was queued to.
+        chunks.append(bytes)
+        lastIsGathered = bytes.count < Self.gatherLimit
     }
 
     /// Writes as much as the non-blocking socket `fd` accepts.
     mutating func write(to fd: Int32) -> WriteResult {
         var progressed = false
-        while head < storage.count {
-            let written = storage.withUnsafeBytes { raw in
+        while first < chunks.count {
+            let written = chunks[first].withUnsafeBytes { raw in
                 UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: raw[head...]))
             }
             if written > 0 {
                 head += written
+                count -= written
                 progressed = true
+                if head == chunks[first].count {
+                    // Let go of a written chunk at once: a shared unit is freed when its last reader is done.
+                    chunks[first] = []
+                    first += 1
+                    head = 0
+                }
                 continue
             }
             let number = errno
@@ -50,17 +76,18 @@ struct OutputBuffer: Sendable {
             }
             return .failed(errno: written < 0 ? number : EPIPE)
         }
-        // Drop a large burst's capacity once it is sent, so an idle watcher costs little memory.
-        storage.removeAll(keepingCapacity: storage.capacity <= 64 * 1024)
+        chunks.removeAll(keepingCapacity: chunks.capacity <= 64)
+        first = 0
         head = 0
+        lastIsGathered = false
         return .drained
     }
 
-    /// Moves the unsent tail to the front once the sent prefix dominates, keeping memory proportional to `count`.
+    /// Drops the written chunks from the front once they dominate, keeping the array proportional to what waits.
     private mutating func compact() {
-        if head >= 64 * 1024 && head * 2 >= storage.count {
-            storage.removeSubrange(0..<head)
-            head = 0
+        if first >= 64 && first * 2 >= chunks.count {
+            chunks.removeSubrange(0..<first)
+            first = 0
         }
     }
 }

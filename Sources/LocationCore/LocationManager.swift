@@ -42,6 +42,8 @@ public final class LocationManager: Sendable {
         var policy: AccuracyPolicy
         /// Whether the app runs in the background (from didEnterBackground until willEnterForeground).
         var inBackground: Bool
+        /// Told once the delegate has the held fixes that came with them (``LocationSourceContext/deliverHeld(_:delivered:)``).
+        var heldReceipts: [@Sendable () -> Void] = []
         /// Whether the batch holds fixes restored from the journal rather than held in this run.
         var batchIsRestored = false
         var location: Location?
@@ -480,14 +482,19 @@ public final class LocationManager: Sendable {
 
     /// Takes fixes that were held for the app elsewhere: into the batch while the app holds (they are
     /// delivered with it), else delivered at once as a restored batch.
-    private func acceptHeld(_ locations: [Location], generation: Int) {
+    private func acceptHeld(_ locations: [Location], delivered: (@Sendable () -> Void)?, generation: Int) {
         state.withLock { state in
             guard state.sourceGeneration == generation else { return }
-            for location in locations where location.hasValidCoordinate {
+            // Handed over again (the holder had no word that they arrived): what is already here, by fix
+            // time, is not taken twice.
+            let newest = state.batch.peek().last?.timestamp ?? state.lastAccepted?.timestamp
+            let fresh = locations.filter { $0.hasValidCoordinate && (newest == nil || $0.timestamp > newest!) }
+            for location in fresh {
                 state.batch.append(location)
                 journal(location, &state)
             }
-            if let last = locations.last(where: \.hasValidCoordinate) { state.location = last }
+            if let last = fresh.last { state.location = last }
+            if let delivered { state.heldReceipts.append(delivered) }
             if !isHolding(state) { flush(&state, reason: .restored) }
         }
         delivery.drain()
@@ -572,7 +579,9 @@ public final class LocationManager: Sendable {
         let context = LocationSourceContext(clock: clock, mode: mode) { [weak self] event in
             self?.handle(event, generation: generation)
         }
-        context.onHeld { [weak self] locations in self?.acceptHeld(locations, generation: generation) }
+        context.onHeld { [weak self] locations, delivered in
+            self?.acceptHeld(locations, delivered: delivered, generation: generation)
+        }
         state.context = context
         let source = self.source
         state.sourceTask = Task { [weak self] in
@@ -648,7 +657,9 @@ public final class LocationManager: Sendable {
             case .didBecomeActive:
                 // A journal restored at launch is delivered on the first foreground even without
                 // willEnterForeground (an app launched straight into the foreground).
-                if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
+                if !state.batch.isEmpty || !state.heldReceipts.isEmpty {
+                    flush(&state, reason: state.batchIsRestored ? .restored : .foreground)
+                }
             case .didSuspend, .willTerminate, .didFinishLaunching, .willResignActive:
                 break
             }
@@ -731,6 +742,12 @@ public final class LocationManager: Sendable {
         if let last = locations.last { state.lastAccepted = last }
         if !locations.isEmpty {
             delivery.enqueue(event: .locations(locations, .held(reason)))
+        }
+        // Whoever handed over held fixes hears that the delegate has them, once it has.
+        if !state.heldReceipts.isEmpty {
+            let receipts = state.heldReceipts
+            state.heldReceipts = []
+            delivery.enqueue { for receipt in receipts { receipt() } }
         }
         guard let journal, journal.count > 0 || !locations.isEmpty else { return }
         // Clear only after the delegate has the batch; keep anything held again since the flush.

@@ -22,7 +22,7 @@ public final class LocationSourceContext: Sendable {
     private let state: Locked<State>
     private let sink: @Sendable (LocationSourceEvent) -> Void
     /// Where fixes that another holder kept for the app go (set by the manager); see ``deliverHeld(_:)``.
-    private let heldSink = Locked<(@Sendable ([Location]) -> Void)?>(nil)
+    private let heldSink = Locked<(@Sendable ([Location], (@Sendable () -> Void)?) -> Void)?>(nil)
     /// Who hears of the app's lifecycle messages before the manager acts on them; see ``onLifecycle(_:)``.
     private let lifecycleSink = Locked<(@Sendable (ApplicationEvent) -> Void)?>(nil)
 
@@ -90,17 +90,22 @@ public final class LocationSourceContext: Sendable {
     /// Hands over fixes that were held for the app elsewhere (by locationd while the app was suspended or
     /// gone), oldest first: the manager adds them to its own held batch, so that they reach the app as one
     /// batch when it returns to the foreground, or at once, marked restored, when it is already there.
-    package func deliverHeld(_ locations: [Location]) {
-        guard !locations.isEmpty else { return }
+    ///
+    /// `delivered` is called once the delegate has had them (in the batch they go out in), or had already
+    /// had each of them: the holder elsewhere may then let go of them. It is not called if the runner stops
+    /// first; the holder then keeps them, and hands them over again next time (the manager drops fixes it
+    /// already has, by fix time).
+    package func deliverHeld(_ locations: [Location], delivered: (@Sendable () -> Void)? = nil) {
         if let sink = heldSink.value {
-            sink(locations)
+            sink(locations, delivered)
         } else {
             for location in locations { self.sink(.location(location)) }
+            delivered?()
         }
     }
 
-    /// Installs the receiver of ``deliverHeld(_:)``.
-    package func onHeld(_ receive: @escaping @Sendable ([Location]) -> Void) {
+    /// Installs the receiver of ``deliverHeld(_:delivered:)``.
+    package func onHeld(_ receive: @escaping @Sendable ([Location], (@Sendable () -> Void)?) -> Void) {
         heldSink.withLock { $0 = receive }
     }
 

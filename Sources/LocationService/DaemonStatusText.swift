@@ -49,7 +49,8 @@ extension DaemonStatus {
             ("source", sourceLine),
             ("last fix", fix),
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (holdLimit.map { " of at most \($0)" } ?? "")
-                + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")),
+                + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")
+                + ((unacknowledged ?? 0) > 0 ? "; \(unacknowledged ?? 0) flushed, waiting for a consumer to acknowledge them" : "")),
             ("dropped", "\(dropped)"),
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),

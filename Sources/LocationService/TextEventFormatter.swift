@@ -24,7 +24,7 @@ package enum TextEventFormatter {
             return line(location)
         case .state(let state):
             return "── state: \(state.rawValue) (\(detail(state)))"
-        case .batch(let count, let reason):
+        case .batch(let count, let reason, _):
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"

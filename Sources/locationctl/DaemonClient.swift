@@ -163,12 +163,33 @@ enum DaemonClient {
         }
         let problem = Locked<CommandFailure?>(nil)
         let reader = Task {
+            // A held batch being written: its id, and how many of its fixes are still to be written.
+            var batch: (id: String, remaining: Int)?
             do {
                 for try await line in lines {
+                    // The replies to this watch's acknowledgements.
+                    if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
                     do throws(LocationError) {
                         // An event type a newer daemon sends is skipped, not an end to watching.
                         guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
-                        limits.handle(event) { writer.write($0) }
+                        var written = false
+                        limits.handle(event) {
+                            writer.write($0)
+                            written = writer.failure == nil
+                        }
+                        switch event {
+                        case .batch(let count, _, let id?) where count > 0 && written:
+                            batch = (id, count)
+                        case .location where written && batch != nil:
+                            batch?.remaining -= 1
+                            // Written whole: the daemon may let go of the batch.
+                            if let done = batch, done.remaining == 0 {
+                                batch = nil
+                                try? client.send(.acknowledge(batch: done.id))
+                            }
+                        default:
+                            batch = nil
+                        }
                     } catch {
                         problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
                         break

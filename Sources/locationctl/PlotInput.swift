@@ -174,7 +174,7 @@ final class PlotInput {
             case .suspended: try visit(.phase(.suspended))
             case .notRunning: break
             }
-        case .batch(let count, _):
+        case .batch(let count, _, _):
             try visit(.batch(count: count))
         case .error(let error):
             // Only errors that mean no position is coming break the line; a recovery, an overflow or a

@@ -15,6 +15,8 @@ final class AppSession: Sendable {
     let session: LocationSession
     /// Where the state is saved on every change, when the session journals.
     let stateFile: LifecycleStateFile?
+    /// The flushed batch no consumer has acknowledged yet.
+    let outbox: HeldOutbox
 
     private struct Links {
         var watchers: Set<ControlConnection> = []
@@ -38,15 +40,24 @@ final class AppSession: Sendable {
         id: String, owner: UInt32?, source: any LocationSource, settings: ServiceConfiguration,
         startState: ApplicationState, stateFile: LifecycleStateFile?, logger: Logger,
         now: @escaping @Sendable () -> Date,
-        send: @escaping @Sendable (ControlEvent, Set<ControlConnection>) -> Void
+        send: @escaping @Sendable ([ControlEvent], Set<ControlConnection>) -> Void
     ) throws(LocationError) {
         self.id = id
         self.owner = owner
         self.stateFile = stateFile
+        let outbox = try HeldOutbox(journal: settings.journalPath, capacity: settings.batchCapacity)
+        self.outbox = outbox
+        if outbox.count > 0 {
+            logger.info("the app \(id) has \(outbox.count) flushed fixes no consumer acknowledged; they are sent to its next watcher")
+        }
         let links = self.links
         // Set once the launch is done; until then the launch's own states are not saved (the init saves
         // where it ended).
         let launched = Locked<Application?>(nil)
+        // A held batch is sent as one unit, its batch line and its location lines together, so that a watcher
+        // gets all of it or none. The session emits those lines one after another in one call, never
+        // interleaved with another line, so gathering them is counting within that call.
+        let gathering = Locked<(remaining: Int, events: [ControlEvent])?>(nil)
         session = try LocationSession(
             source: source, settings: settings, startState: startState, logger: logger, now: now
         ) { event in
@@ -63,7 +74,44 @@ final class AppSession: Sendable {
             if case .state = event, let application = launched.withLock({ $0 }) {
                 stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
-            send(event, links.withLock { $0.watchers })
+            let unit = gathering.withLock { gathering -> [ControlEvent]? in
+                if case .batch(let count, _, _) = event, count > 0 {
+                    gathering = (count, [event])
+                    return nil
+                }
+                guard var batch = gathering else { return [event] }
+                batch.events.append(event)
+                if case .location = event, batch.remaining > 1 {
+                    batch.remaining -= 1
+                    gathering = batch
+                    return nil
+                }
+                gathering = nil
+                return batch.events
+            }
+            guard var unit else { return }
+            // A flushed batch joins what no consumer has acknowledged yet, before the manager clears its journal
+            // (it does so once this returns), and everything waiting goes out as one batch with its id.
+            if case .batch(_, let reason, _) = unit.first {
+                let locations = unit.dropFirst().compactMap { event -> Location? in
+                    if case .location(let location) = event { return location }
+                    return nil
+                }
+                do throws(LocationError) {
+                    let (pending, batchID, dropped) = try outbox.add(locations)
+                    if dropped > 0 {
+                        logger.warning("the app \(id)'s outbox dropped its \(dropped) oldest unacknowledged fixes: it holds at most \(outbox.capacity)")
+                    }
+                    unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
+                } catch {
+                    // The batch is still kept in memory and sent; only a crash before its ack would lose it.
+                    logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory only")
+                    if let (pending, batchID) = outbox.pending() {
+                        unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
+                    }
+                }
+            }
+            send(unit, links.withLock { $0.watchers })
         }
         launched.withLock { $0 = session.application }
         // The first record must be written, or the session is not created.
@@ -74,6 +122,17 @@ final class AppSession: Sendable {
     func admits(_ uid: UInt32?) -> Bool {
         guard let owner else { return true }
         return uid == owner || uid == 0
+    }
+
+    /// The batch no consumer has acknowledged, as the lines a new watcher gets first (batch line, then its
+    /// locations), with how many fixes it has; `nil` when nothing waits.
+    func pendingBatch() -> (lines: [UInt8], count: Int)? {
+        guard let (locations, id) = outbox.pending() else { return nil }
+        var lines: [UInt8] = []
+        lines.reserveCapacity((locations.count + 1) * 320)
+        JSONLineEncoder.append(.batch(count: locations.count, reason: "unacknowledged", id: id), to: &lines)
+        for location in locations { JSONLineEncoder.append(.location(location), to: &lines) }
+        return (lines, locations.count)
     }
 
     /// Adds a watcher.

@@ -60,10 +60,18 @@ final class LocationDaemon: Service, Sendable {
     /// Sends an app's lines to its watchers.
     private static func sender(
         server: Locked<ControlServer?>
-    ) -> @Sendable (ControlEvent, Set<ControlConnection>) -> Void {
-        { event, watchers in
+    ) -> @Sendable ([ControlEvent], Set<ControlConnection>) -> Void {
+        { events, watchers in
             guard let server = server.withLock({ $0 }) else { return }
-            server.broadcast(JSONLineEncoder.line(event), to: watchers)
+            if events.count == 1, let event = events.first {
+                server.broadcast(JSONLineEncoder.line(event), to: watchers)
+                return
+            }
+            // A held batch: one unit, whole or not at all.
+            var lines: [UInt8] = []
+            lines.reserveCapacity(events.count * 320)
+            for event in events { JSONLineEncoder.append(event, to: &lines) }
+            server.broadcastBatch(lines, count: events.count - 1, to: watchers)
         }
     }
 
@@ -403,7 +411,22 @@ final class LocationDaemon: Service, Sendable {
             } else if manager.sourceStatus == .ended {
                 first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
             }
+            // What was flushed and no consumer acknowledged yet: this watcher may be the consumer it waits for.
+            if let (lines, count) = app.pendingBatch() {
+                return .watching(then: first, heldBatch: lines, count: count)
+            }
             return .watching(then: first)
+        case .acknowledge(let batch):
+            do {
+                guard let removed = try app.outbox.acknowledge(batch) else {
+                    return .failure(
+                        "no-such-batch",
+                        "the app \(app.id) has no batch \(batch) from this run of locationd waiting; what waits is sent again to its next watcher")
+                }
+                return .success(["acknowledged": removed, "unacknowledged": app.outbox.count])
+            } catch {
+                return .failure(error)
+            }
         case .open, .apps:
             return .failure(.internalError, "locationd answered \(request.command) as an app's request")
         }
@@ -433,6 +456,7 @@ final class LocationDaemon: Service, Sendable {
             status.keptUntil = RFC3339.string(from: since.addingTimeInterval(settings.keepAbandoned))
         }
         status.holdLimit = manager.configuration.batchCapacity
+        status.unacknowledged = app.outbox.count
         let reduced = manager.reducedPolicy
         status.reducedInterval = reduced.interval.seconds
         status.reducedAccuracy = reduced.desiredAccuracy

@@ -90,6 +90,8 @@ final class StubHandler: Sendable {
             return .opened(app: app, created: true, state: state.value, policy: .high)
         case .apps:
             return .failure(ControlError(.unknownCommand, "this test server keeps no apps"))
+        case .acknowledge:
+            return .failure(ControlError(.unknownCommand, "this test server sends no batches"))
         }
     }
 }

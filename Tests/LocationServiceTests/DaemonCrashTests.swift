@@ -82,14 +82,17 @@ struct DaemonCrashTests {
             #expect(first.timestamp > last.timestamp, "live fixes follow the batch; \(context)")
         }
 
-        // Delivered means gone: once the journal is cleared, a crash and restart deliver none of it again.
+        // Acknowledged means gone: once the journal is cleared and the batch acknowledged, a crash and restart
+        // deliver none of it again.
         let cleared = Self.waitUntil { (try? Self.readJournal(journal).locations.isEmpty) == true }
         #expect(cleared, "the journal is cleared after the flush; \(context)")
+        #expect(Self.waitUntil { (try? daemon.status().unacknowledged) == 0 }, "the batch was acknowledged; \(context)")
         daemon.kill9()
         let after = try RunningDaemon(directory: directory, extra: flags)
         let status = try after.status()
         #expect(status.state == .active, "\(context)")
         #expect(status.held == 0, "\(context)")
+        #expect(status.unacknowledged == 0, "\(context)")
         #expect(!after.logText.contains("held fixes from journal"), "\(context)")
         print(
             "kill -9 stress: \(stressRounds) rounds (\(earlyKills) during start-up) in "
@@ -266,6 +269,7 @@ struct DaemonCrashTests {
         let reply = try ControlClient.request(.state(set: "active"), path: daemon.socket)
         #expect(try reply.decode(String.self, forKey: "state") == "active")
         var expected: Int?
+        var batchID: String?
         var batch: [Location] = []
         var live: [Location] = []
         var unbatched = 0
@@ -275,14 +279,24 @@ struct DaemonCrashTests {
                 Issue.record("no batch on the foreground: \(unbatched) live fixes came first")
                 break
             }
-            let event = try ControlEventDecoder.event(try watcher.readLine(timeout: .seconds(20)))
+            let line = try watcher.readLine(timeout: .seconds(20))
+            // The reply to the acknowledgement.
+            if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
+            let event = try ControlEventDecoder.event(line)
             switch event {
-            case .batch(let count, _):
+            case .batch(let count, _, let id):
                 #expect(expected == nil, "one batch")
                 expected = count
+                batchID = id
             case .location(let location):
                 if let expected {
-                    if batch.count < expected { batch.append(location) } else { live.append(location) }
+                    if batch.count < expected {
+                        batch.append(location)
+                        // Had whole: the consumer acknowledges it, and locationd lets go of it.
+                        if batch.count == expected, let batchID { try watcher.send(.acknowledge(batch: batchID)) }
+                    } else {
+                        live.append(location)
+                    }
                 } else {
                     unbatched += 1
                 }

@@ -1,0 +1,120 @@
+import Foundation
+import LocationCore
+
+/// The fixes an app's session has flushed as a held batch and no consumer has acknowledged yet.
+///
+/// The rule it keeps: held fixes leave the daemon only when the next hop has them. A flushed batch goes
+/// into the outbox (journaled beside the app's journal, as `JOURNAL.outbox`, before the manager clears its
+/// own journal), and is sent to the app's watchers whole, with an id. It stays until a consumer sends
+/// `ack` with that id; a consumer that dies first loses nothing: the next one to watch the app gets it.
+/// A later flush adds to what is waiting, and the whole outbox goes out as one batch.
+///
+/// Ids are `RUN.END`: a random number for this run of the daemon and the count of fixes ever added when
+/// the batch was sent. An ack removes the fixes up to that point; an ack from before a restart names
+/// another run and removes nothing (the batch is sent again; consumers drop what they have by fix time).
+final class HeldOutbox: Sendable {
+    private struct State {
+        var fixes: [Location] = []
+        /// How many fixes were ever added before `fixes[0]`, in this run.
+        var removed: UInt64 = 0
+    }
+
+    private let state = Locked(State())
+    private let journal: LocationJournal?
+    private let run = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    /// The most fixes kept; past it the oldest are dropped (counted, as the batch does).
+    let capacity: Int
+
+    /// Opens the outbox beside the app's journal (`JOURNAL.outbox`), loading what a previous run left there;
+    /// in memory only without a journal.
+    init(journal owner: String?, capacity: Int) throws(LocationError) {
+        self.capacity = max(1, capacity)
+        guard let owner else {
+            journal = nil
+            return
+        }
+        let opened: (journal: LocationJournal, contents: LocationJournal.Contents)
+        do {
+            opened = try LocationJournal.open(path: owner + ".outbox")
+        } catch where error.message.contains("is in use by another process") {
+            // Whoever has the outbox has the journal: say so of the journal the user named.
+            throw LocationError(error.code, error.message.replacingOccurrences(of: owner + ".outbox", with: owner))
+        }
+        journal = opened.journal
+        state.withLock { $0.fixes = Array(opened.contents.locations.suffix(self.capacity)) }
+    }
+
+    /// How many fixes wait for an acknowledgement.
+    var count: Int { state.withLock { $0.fixes.count } }
+
+    /// The journal file, if the outbox has one.
+    var path: String? { journal?.path }
+
+    /// Adds a flushed batch (oldest first) and returns everything waiting, with its id, and how many of the
+    /// oldest were dropped to stay within the capacity. Journaled and synced before it returns.
+    func add(_ locations: [Location]) throws(LocationError) -> (pending: [Location], id: String, dropped: Int) {
+        let result: Result<(pending: [Location], id: String, dropped: Int), LocationError> = state.withLock {
+            state in
+            let fresh = locations
+            state.fixes.append(contentsOf: fresh)
+            let dropped = max(0, state.fixes.count - capacity)
+            if dropped > 0 {
+                state.fixes.removeFirst(dropped)
+                state.removed += UInt64(dropped)
+            }
+            do throws(LocationError) {
+                if let journal {
+                    if dropped > 0 {
+                        try journal.replaceContents(with: state.fixes)
+                    } else {
+                        try journal.append(contentsOf: fresh)
+                    }
+                    journal.sync()
+                }
+            } catch {
+                return .failure(error)
+            }
+            return .success((state.fixes, id(state), dropped))
+        }
+        return try result.get()
+    }
+
+    /// What waits, with its id; `nil` when nothing does.
+    func pending() -> (locations: [Location], id: String)? {
+        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, id(state)) }
+    }
+
+    /// Removes the fixes of the batch `id` names (and any before them); returns how many, or `nil` for an id
+    /// that is not of this run or not one this outbox sent.
+    func acknowledge(_ id: String) throws(LocationError) -> Int? {
+        let parts = id.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == run, let end = UInt64(parts[1]) else { return nil }
+        let result: Result<Int?, LocationError> = state.withLock { state in
+            let sent = state.removed + UInt64(state.fixes.count)
+            guard end <= sent else { return .success(nil) }
+            // Already acknowledged (by another consumer): nothing more to remove.
+            guard end > state.removed else { return .success(0) }
+            let count = Int(end - state.removed)
+            state.fixes.removeFirst(count)
+            state.removed = end
+            do throws(LocationError) {
+                // Atomically: a crash here leaves the outbox as it was before the ack, never emptier.
+                try journal?.replaceContents(with: state.fixes)
+            } catch {
+                return .failure(error)
+            }
+            return .success(count)
+        }
+        return try result.get()
+    }
+
+    /// Syncs and closes the journal (at shutdown).
+    func close() {
+        journal?.sync()
+        journal?.close()
+    }
+
+    private func id(_ state: State) -> String {
+        "\(run).\(state.removed + UInt64(state.fixes.count))"
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("locationd delivers a held batch whole, to a watcher that is not reading too", .serialized)
+struct HeldBatchDeliveryTests {
+    @Test("a held batch of thousands of fixes reaches a watcher stopped during the flush whole and in order")
+    func aBatchLargerThanTheBufferArrivesWholeToAStoppedWatcher() throws {
+        // A fix a second of track time played 1000 times faster, one held per 0.1 s of track time: every fix is
+        // held, about a thousand a second of wall time.
+        let daemon = try RunningDaemon(
+            points: 40_000,
+            extra: ["--speed", "1000", "--reduced-interval", "0.1", "--background-location", "off"])
+        let (watcher, out, _) = try Tool.start(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json"], in: daemon.directory)
+        defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) } }
+        try daemon.waitForWatchers(1)
+        #expect(try daemon.ctl(["state", "background"]).stdout.hasPrefix("suspended"))
+
+        // Well over the watcher's 1 MiB buffer: each location line is about 250 bytes.
+        let wanted = 6_000
+        var held = 0
+        let deadline = ContinuousClock.now + .seconds(60)
+        while held < wanted, ContinuousClock.now < deadline {
+            usleep(100_000)
+            held = try daemon.status().held
+        }
+        try #require(held >= wanted, "the suspended daemon held \(held) fixes in 60 s")
+
+        // The watcher's reader stops; the flush happens; it reads again only once the batch is long sent.
+        kill(watcher.processIdentifier, SIGSTOP)
+        #expect(try daemon.ctl(["state", "active"]).status == 0)
+        #expect(eventually(20) { (try? daemon.status().held) == 0 }, "the batch was flushed")
+        // Live fixes keep coming at a thousand a second meanwhile, filling the stopped watcher's buffer.
+        usleep(1_500_000)
+        kill(watcher.processIdentifier, SIGCONT)
+
+        func lines() -> [String] {
+            let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").dropLast(text.hasSuffix("\n") ? 0 : 1).map(String.init)
+        }
+        var batchCount: Int?
+        let arrived = eventually(30) {
+            let objects = (try? jsonObjects(lines())) ?? []
+            guard let index = objects.firstIndex(where: { $0["type"] as? String == "batch" }),
+                let count = objects[index]["count"] as? Int
+            else { return false }
+            batchCount = count
+            return objects.count > index + count
+        }
+        kill(watcher.processIdentifier, SIGINT)
+        #expect(eventually(10) { !watcher.isRunning }, "SIGINT ended the watch")
+        try #require(arrived, "the watcher wrote the batch line and as many lines after it")
+
+        let objects = try jsonObjects(lines())
+        let index = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
+        let count = try #require(batchCount)
+        #expect(count >= held, "the batch has every fix held before the flush: \(count) of \(held)")
+        let delivered = objects[(index + 1)...].prefix(count)
+        let types = Set(delivered.compactMap { $0["type"] as? String })
+        #expect(types == ["location"], "the batch line is followed by its \(count) locations and nothing else: \(types)")
+        let times = delivered.compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date }
+        #expect(times.count == count)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice")
+        // Whatever the stopped watcher missed of the live stream afterwards is said, never hidden in the batch.
+        let lagged = objects[(index + count + 1)...].contains { ($0["code"] as? String) == "watcher-lagged" }
+        print("held batch to a stopped watcher: \(count) fixes arrived whole; live fixes missed after it: \(lagged)")
+    }
+
+    /// A batch as a watcher read it.
+    struct ReadBatch {
+        var count: Int
+        var id: String?
+        var reason: String?
+        var times: [Date] = []
+    }
+
+    /// The next line from a watching client as a JSON object; `nil` when none came within 2 s.
+    static func nextObject(_ client: ControlClient) throws -> [String: Any]? {
+        let line: [UInt8]
+        do {
+            line = try client.readLine(timeout: .seconds(2))
+        } catch {
+            if error.code == .timeout { return nil }
+            throw error
+        }
+        return try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
+    }
+
+    /// Reads a batch (its line and its location lines) from a watching client; `nil` after 20 s without one.
+    static func readBatch(_ client: ControlClient) throws -> ReadBatch? {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var batch: ReadBatch?
+        while ContinuousClock.now < deadline {
+            guard let object = try nextObject(client) else { continue }
+            if let current = batch {
+                guard object["type"] as? String == "location",
+                    let time = (object["timestamp"] as? String).flatMap(RFC3339.parse)?.date
+                else { return current }
+                batch?.times.append(time)
+                if current.times.count + 1 == current.count { return batch }
+            } else if object["type"] as? String == "batch", let count = object["count"] as? Int {
+                batch = ReadBatch(count: count, id: object["id"] as? String, reason: object["reason"] as? String)
+            }
+        }
+        return batch
+    }
+
+    @Test(
+        "a flushed batch stays in locationd, across a kill -9, until a consumer acknowledges it; then it is gone",
+        .timeLimit(.minutes(2)))
+    func aBatchStaysUntilAcknowledged() throws {
+        let directory = TemporaryDirectory()
+        let flags = DaemonCrashTests.flags(journal: directory.file("held.journal"))
+        var daemon = try RunningDaemon(directory: directory, extra: flags)
+        _ = try daemon.ctl(["state", "suspended"])
+        #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 10 }, "the suspended daemon holds fixes")
+
+        // A watcher that never acknowledges (a plain socket client) gets the batch with an id, and goes.
+        do {
+            let watcher = try ControlClient(path: daemon.socket)
+            _ = try watcher.request(.watch)
+            _ = try daemon.ctl(["state", "active"])
+            let batch = try #require(try Self.readBatch(watcher))
+            #expect(batch.times.count == batch.count && batch.count >= 10)
+            #expect(batch.id != nil, "a batch from locationd has an id to acknowledge it by")
+            watcher.close()
+        }
+        let status = try daemon.status()
+        #expect(status.held == 0, "the manager flushed it")
+        let waiting = try #require(status.unacknowledged)
+        #expect(waiting >= 10, "but nobody acknowledged it, so locationd keeps it: \(waiting)")
+
+        // Killed and restarted: still there, and the next watcher gets it first, whole.
+        daemon.kill9()
+        daemon = try RunningDaemon(directory: directory, extra: flags)
+        #expect(try daemon.status().unacknowledged == waiting, "the outbox survived kill -9")
+        let consumer = try ControlClient(path: daemon.socket)
+        _ = try consumer.request(.watch)
+        let again = try #require(try Self.readBatch(consumer))
+        #expect(again.count == waiting && again.times.count == waiting, "the waiting batch, whole")
+        #expect(again.reason == "unacknowledged")
+        #expect(zip(again.times, again.times.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice")
+
+        // An id from before the restart removes nothing; the batch's own id removes it all.
+        do {
+            _ = try ControlClient.request(.acknowledge(batch: "0.\(waiting)"), path: daemon.socket)
+            Issue.record("an id of another run was taken")
+        } catch {
+            #expect(error.code.rawValue == "no-such-batch", "\(error)")
+        }
+        try consumer.send(.acknowledge(batch: try #require(again.id)))
+        #expect(eventually(10) { (try? daemon.status().unacknowledged) == 0 }, "acknowledged: gone")
+        daemon.kill9()
+        daemon = try RunningDaemon(directory: directory, extra: flags)
+        #expect(try daemon.status().unacknowledged == 0, "and gone for good")
+        #expect(try daemon.status().held == 0)
+    }
+
+    @Test("locationctl watch acknowledges a batch once it has written it", .timeLimit(.minutes(2)))
+    func watchAcknowledgesWhatItWrote() throws {
+        let directory = TemporaryDirectory()
+        let flags = DaemonCrashTests.flags(journal: directory.file("held.journal"))
+        let daemon = try RunningDaemon(directory: directory, extra: flags)
+        _ = try daemon.ctl(["state", "suspended"])
+        #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 5 })
+        let (watcher, out, _) = try Tool.start(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json"], in: daemon.directory)
+        defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) } }
+        try daemon.waitForWatchers(1)
+        _ = try daemon.ctl(["state", "active"])
+        #expect(eventually(20) { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains(#""type":"batch""#) })
+        #expect(eventually(20) { (try? daemon.status().unacknowledged) == 0 }, "the batch was acknowledged")
+        let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        #expect(!text.contains(#""ok":"#), "the replies to its acknowledgements are not written out")
+    }
+
+    @Test(
+        "an app killed just after asking for the foreground keeps every held fix: its next run gets them once",
+        .timeLimit(.minutes(3)))
+    func anAppKilledDuringTheFlushLosesNothing() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        let extra = ["--journal", directory.file("state/journal"), "--reduced-interval", "1"]
+        let daemon = try RunningDaemon(directory: directory, extra: extra, environment: MultiAppDaemonTests.quickAcquisitions)
+        var seen: [Double] = []
+        // Kill delays after the foreground request, in milliseconds: before, during and after the flush.
+        for delay in [0, 2, 5, 10, 20, 40, 80] {
+            let app = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
+            app.send("active")
+            app.send("suspended")
+            #expect(try eventually { try daemon.appStatus("tracker").held >= 3 }, "held for the app; delay \(delay)")
+            let before = try daemon.appStatus("tracker")
+            app.send("active")
+            usleep(UInt32(delay * 1000))
+            app.kill9()
+            let delivered = app.locations(kind: "held-foreground") + app.locations(kind: "held-restored")
+            seen += delivered
+            let after = try daemon.appStatus("tracker")
+            // Whatever did not reach the app's delegate is still in locationd: held, or flushed and waiting.
+            #expect(
+                after.held + (after.unacknowledged ?? 0) + delivered.count >= before.held,
+                "delay \(delay) ms: \(before.held) held before; after: \(after.held) held, \(after.unacknowledged ?? 0) waiting")
+        }
+        // The next run of the app gets everything not yet acknowledged, once, oldest first.
+        let last = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
+        last.send("active")
+        #expect(try eventually { let status = try daemon.appStatus("tracker"); return status.held == 0 && status.unacknowledged == 0 })
+        let batch = last.locations(kind: "held-restored") + last.locations(kind: "held-foreground")
+        #expect(zip(batch, batch.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice")
+        last.send("quit")
+        print("app killed during its flush: \(batch.count) fixes reached its next run; \(seen.count) had reached a killed run")
+    }
+}
