@@ -37,9 +37,13 @@ final class GPSFake: Sendable {
         fake = try GPSFakeProcess(capture: log.path, port: port, options: ["-c", String(cycle)])
     }
 
-    /// Waits until gpsd accepts connections on the port.
+    /// Waits until gpsd accepts connections on the port and (best effort, up to 10 s) lists gpsfake's device:
+    /// gpsfake adds it only after gpsd answers, and a one-shot request to a gpsd without a device is
+    /// rightly refused at once (`source-unavailable`, "its device list is empty").
     func waitUntilAccepting(timeout: Duration = .seconds(20)) async throws {
         try await fake.waitUntilAccepting(timeout: timeout)
+        let fake = self.fake
+        await Task.detached { fake.waitUntilDeviceListed() }.value
     }
 
     /// Sends a signal to gpsd alone.
