@@ -137,8 +137,10 @@ public final class ControlClient: Sendable {
         return stream
     }
 
-    /// The most event lines ``watch(timeout:)`` holds for a consumer that does not take them.
-    public static let watchBufferLines = 4_096
+    /// The most event lines ``watch(timeout:)`` holds for a consumer that does not take them: room for a
+    /// whole held batch at the default capacity (100,000 fixes, about 30 MB), so that a consumer that
+    /// decodes and writes more slowly than the socket delivers still gets a batch whole.
+    public static let watchBufferLines = 131_072
 
     /// Sends one request line.
     public func send(_ request: ControlRequest) throws(ControlError) {

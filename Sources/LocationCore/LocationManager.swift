@@ -44,6 +44,8 @@ public final class LocationManager: Sendable {
         var inBackground: Bool
         /// Told once the delegate has the held fixes that came with them (``LocationSourceContext/deliverHeld(_:delivered:)``).
         var heldReceipts: [@Sendable () -> Void] = []
+        /// The fix times of the held fixes last handed over, which a holder that had no word of them hands over again.
+        var lastHandedOver: Set<Date> = []
         /// Whether the batch holds fixes restored from the journal rather than held in this run.
         var batchIsRestored = false
         var location: Location?
@@ -485,10 +487,12 @@ public final class LocationManager: Sendable {
     private func acceptHeld(_ locations: [Location], delivered: (@Sendable () -> Void)?, generation: Int) {
         state.withLock { state in
             guard state.sourceGeneration == generation else { return }
-            // Handed over again (the holder had no word that they arrived): what is already here, by fix
-            // time, is not taken twice.
-            let newest = state.batch.peek().last?.timestamp ?? state.lastAccepted?.timestamp
-            let fresh = locations.filter { $0.hasValidCoordinate && (newest == nil || $0.timestamp > newest!) }
+            // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
+            // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
+            // already delivered may never have reached the app.
+            let known = Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
+            let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
+            state.lastHandedOver = Set(locations.map(\.timestamp))
             for location in fresh {
                 state.batch.append(location)
                 journal(location, &state)

@@ -47,6 +47,7 @@ final class AppSession: Sendable {
         self.stateFile = stateFile
         let outbox = try HeldOutbox(journal: settings.journalPath, capacity: settings.batchCapacity)
         self.outbox = outbox
+        if let problem = outbox.problem { logger.warning("\(problem.message)") }
         if outbox.count > 0 {
             logger.info("the app \(id) has \(outbox.count) flushed fixes no consumer acknowledged; they are sent to its next watcher")
         }
@@ -104,8 +105,9 @@ final class AppSession: Sendable {
                     }
                     unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
                 } catch {
-                    // The batch is still kept in memory and sent; only a crash before its ack would lose it.
-                    logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory only")
+                    // The batch is kept in memory and sent, and the file is rewritten whole once writing works
+                    // again; only a crash before then, or before an ack, would lose it.
+                    logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory until the outbox can be written")
                     if let (pending, batchID) = outbox.pending() {
                         unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
                     }
@@ -128,12 +130,17 @@ final class AppSession: Sendable {
     /// locations), with how many fixes it has; `nil` when nothing waits.
     func pendingBatch() -> (lines: [UInt8], count: Int)? {
         guard let (locations, id) = outbox.pending() else { return nil }
+        // Encoded once per batch id and shared by every watcher that gets it.
+        if let cached = encodedPending.withLock({ $0 }), cached.id == id { return (cached.lines, locations.count) }
         var lines: [UInt8] = []
         lines.reserveCapacity((locations.count + 1) * 320)
         JSONLineEncoder.append(.batch(count: locations.count, reason: "unacknowledged", id: id), to: &lines)
         for location in locations { JSONLineEncoder.append(.location(location), to: &lines) }
+        encodedPending.withLock { $0 = (id, lines) }
         return (lines, locations.count)
     }
+
+    private let encodedPending = Locked<(id: String, lines: [UInt8])?>(nil)
 
     /// Adds a watcher.
     func watch(from connection: ControlConnection) {
@@ -150,6 +157,61 @@ final class AppSession: Sendable {
         }
         if let mode { manager.allowsBackgroundLocationUpdates = mode }
         if let goneMarker { unlink(goneMarker) }
+        // Should the daemon die while the app is here, a restart must know the app was attached (and is gone
+        // until it opens its session again), not resume it in the foreground with nobody there.
+        if let attachedMarker { Self.writeSmallFile(attachedMarker, "attached\n") }
+    }
+
+    /// Beside the journal while the app itself is connected.
+    var attachedMarker: String? { manager.journalPath.map { $0 + ".attached" } }
+
+    /// Beside the journal: the app's own policy as its opens set it, as an `open` request line, so that a
+    /// restart restores it.
+    var policyFile: String? { manager.journalPath.map { $0 + ".policy" } }
+
+    /// Whether the app was attached when the daemon last stopped (it died without seeing the app go).
+    func wasAttached() -> Bool {
+        guard let attachedMarker else { return false }
+        var info = stat()
+        return lstat(attachedMarker, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// Forgets that the app was attached (it went, or stopped).
+    func clearAttachedMarker() {
+        if let attachedMarker { unlink(attachedMarker) }
+    }
+
+    /// The policy saved by earlier opens, if the file holds a valid one.
+    func savedPolicy() -> AppPolicy? {
+        guard let policyFile, let bytes = Self.readSmallFile(policyFile),
+            case .open(_, _, _, let policy)? = try? ControlRequest(line: bytes)
+        else { return nil }
+        return policy
+    }
+
+    /// Writes `text` to `path` through a new temporary file, synced and renamed over it (no link followed).
+    static func writeSmallFile(_ path: String, _ text: String) {
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        if written == bytes.count, synced { rename(temporary, path) } else { unlink(temporary) }
+    }
+
+    /// The bytes of a small regular file (under 4 KiB), not through a link.
+    static func readSmallFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size < 4096 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: Int(info.st_size))
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        return count == buffer.count ? buffer : nil
     }
 
     /// Beside the journal, the time the app went away, so that a restarted daemon knows it is still gone
@@ -179,9 +241,12 @@ final class AppSession: Sendable {
     /// The app stopped being this connection (it stopped its updates, or is quitting): nothing is held for
     /// it when the connection closes.
     func detach(_ connection: ControlConnection) {
-        links.withLock { links in
-            if links.attached == connection { links.attached = nil }
+        let was = links.withLock { links -> Bool in
+            guard links.attached == connection else { return false }
+            links.attached = nil
+            return true
         }
+        if was { clearAttachedMarker() }
     }
 
     /// Forgets a closed connection. Returns `true` when it was the app itself, which is now gone.
@@ -212,7 +277,34 @@ final class AppSession: Sendable {
     var watcherCount: Int { links.withLock { $0.watchers.count } }
 
     /// Applies the settings an `open` gave; what it leaves out stays.
-    func apply(_ policy: AppPolicy) {
+    /// Applies the settings an `open` gave and, with `save`, keeps them (merged with earlier ones) beside the
+    /// journal for a restart.
+    func apply(_ policy: AppPolicy, save: Bool) {
+        apply(policy)
+        guard save, policy != AppPolicy(), let policyFile else { return }
+        let merged = savedPolicyValue.withLock { saved -> AppPolicy in
+            saved.desiredAccuracy = policy.desiredAccuracy ?? saved.desiredAccuracy
+            saved.distanceFilter = policy.distanceFilter ?? saved.distanceFilter
+            saved.reducedInterval = policy.reducedInterval ?? saved.reducedInterval
+            saved.reducedAccuracy = policy.reducedAccuracy ?? saved.reducedAccuracy
+            saved.backgroundLocation = policy.backgroundLocation ?? saved.backgroundLocation
+            saved.updates = policy.updates ?? saved.updates
+            return saved
+        }
+        let line = ControlRequest.open(app: id, policy: merged).jsonLine
+        Self.writeSmallFile(policyFile, String(decoding: line, as: UTF8.self))
+    }
+
+    /// The policy the opens set so far (what ``policyFile`` holds).
+    private let savedPolicyValue = Locked(AppPolicy())
+
+    /// Applies what a restart found in ``policyFile`` and remembers it as the app's policy so far.
+    func restore(_ policy: AppPolicy) {
+        savedPolicyValue.withLock { $0 = policy }
+        apply(policy)
+    }
+
+    private func apply(_ policy: AppPolicy) {
         if let accuracy = policy.desiredAccuracy { manager.desiredAccuracy = accuracy }
         if let filter = policy.distanceFilter { manager.distanceFilter = filter }
         if policy.reducedInterval != nil || policy.reducedAccuracy != nil {

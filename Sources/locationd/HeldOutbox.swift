@@ -17,6 +17,8 @@ final class HeldOutbox: Sendable {
         var fixes: [Location] = []
         /// How many fixes were ever added before `fixes[0]`, in this run.
         var removed: UInt64 = 0
+        /// The last write failed: the file lacks fixes held here, and the next write rewrites it whole.
+        var writeFailed = false
     }
 
     private let state = Locked(State())
@@ -24,6 +26,8 @@ final class HeldOutbox: Sendable {
     private let run = String(UInt64.random(in: 1...UInt64.max), radix: 36)
     /// The most fixes kept; past it the oldest are dropped (counted, as the batch does).
     let capacity: Int
+    /// What was wrong with the file when it was opened (its valid records are kept), if anything.
+    let problem: LocationError?
 
     /// Opens the outbox beside the app's journal (`JOURNAL.outbox`), loading what a previous run left there;
     /// in memory only without a journal.
@@ -31,6 +35,7 @@ final class HeldOutbox: Sendable {
         self.capacity = max(1, capacity)
         guard let owner else {
             journal = nil
+            problem = nil
             return
         }
         let opened: (journal: LocationJournal, contents: LocationJournal.Contents)
@@ -41,7 +46,9 @@ final class HeldOutbox: Sendable {
             throw LocationError(error.code, error.message.replacingOccurrences(of: owner + ".outbox", with: owner))
         }
         journal = opened.journal
-        state.withLock { $0.fixes = Array(opened.contents.locations.suffix(self.capacity)) }
+        problem = opened.contents.problem
+        let kept = Array(opened.contents.locations.suffix(self.capacity))
+        state.withLock { $0.fixes = kept }
     }
 
     /// How many fixes wait for an acknowledgement.
@@ -51,11 +58,17 @@ final class HeldOutbox: Sendable {
     var path: String? { journal?.path }
 
     /// Adds a flushed batch (oldest first) and returns everything waiting, with its id, and how many of the
-    /// oldest were dropped to stay within the capacity. Journaled and synced before it returns.
+    /// oldest were dropped to stay within the capacity. Journaled and synced before it returns; when the
+    /// journal cannot be written the fixes are kept in memory (and sent) and the error is thrown, and the
+    /// next write that works rewrites the file with everything waiting.
+    ///
+    /// A fix the outbox already has (the same fix time: a batch flushed again after a kill -9 between this
+    /// write and the clearing of the app's journal) is not added twice.
     func add(_ locations: [Location]) throws(LocationError) -> (pending: [Location], id: String, dropped: Int) {
         let result: Result<(pending: [Location], id: String, dropped: Int), LocationError> = state.withLock {
             state in
-            let fresh = locations
+            let present = Set(state.fixes.map(\.timestamp))
+            let fresh = locations.filter { !present.contains($0.timestamp) }
             state.fixes.append(contentsOf: fresh)
             let dropped = max(0, state.fixes.count - capacity)
             if dropped > 0 {
@@ -64,14 +77,16 @@ final class HeldOutbox: Sendable {
             }
             do throws(LocationError) {
                 if let journal {
-                    if dropped > 0 {
+                    if dropped > 0 || state.writeFailed {
                         try journal.replaceContents(with: state.fixes)
                     } else {
                         try journal.append(contentsOf: fresh)
                     }
                     journal.sync()
+                    state.writeFailed = false
                 }
             } catch {
+                state.writeFailed = true
                 return .failure(error)
             }
             return .success((state.fixes, id(state), dropped))
@@ -85,7 +100,8 @@ final class HeldOutbox: Sendable {
     }
 
     /// Removes the fixes of the batch `id` names (and any before them); returns how many, or `nil` for an id
-    /// that is not of this run or not one this outbox sent.
+    /// that is not of this run or not one this outbox sent. The file is rewritten first: if that fails,
+    /// nothing is removed.
     func acknowledge(_ id: String) throws(LocationError) -> Int? {
         let parts = id.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0] == run, let end = UInt64(parts[1]) else { return nil }
@@ -95,14 +111,16 @@ final class HeldOutbox: Sendable {
             // Already acknowledged (by another consumer): nothing more to remove.
             guard end > state.removed else { return .success(0) }
             let count = Int(end - state.removed)
-            state.fixes.removeFirst(count)
-            state.removed = end
+            let remaining = Array(state.fixes.dropFirst(count))
             do throws(LocationError) {
                 // Atomically: a crash here leaves the outbox as it was before the ack, never emptier.
-                try journal?.replaceContents(with: state.fixes)
+                try journal?.replaceContents(with: remaining)
             } catch {
                 return .failure(error)
             }
+            state.fixes = remaining
+            state.removed = end
+            state.writeFailed = false
             return .success(count)
         }
         return try result.get()

@@ -120,10 +120,21 @@ final class LocationDaemon: Service, Sendable {
             id: id, owner: owner, source: receiver.tap(), settings: appSettings, startState: startState,
             stateFile: stateFile, logger: logger, now: now, send: Self.sender(server: server))
         app.manager.startUpdatingLocation()
-        // Restored: an app that had gone away is still gone (and is held for); any other resumes as it was.
-        if restoring, let since = app.savedGone() {
+        guard restoring else { return app }
+        // Restored: the app's own policy as its opens left it (its updates on or off included).
+        if let policy = app.savedPolicy() { app.restore(policy) }
+        // An app that had gone away is still gone (and is held for); one that was attached when the daemon
+        // died went with it, and is gone from now; any other resumes as it was.
+        if let since = app.savedGone() {
             app.holdWhileGone()
             app.markAbandoned(since: since)
+        } else if app.wasAttached() {
+            let date = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+            app.holdWhileGone()
+            app.markAbandoned(since: date)
+            app.saveGone(at: date)
+            app.clearAttachedMarker()
+            logger.notice("the app \(id) was attached when locationd stopped; it is gone until it opens its session again, and its fixes are held")
         }
         return app
     }
@@ -216,7 +227,8 @@ final class LocationDaemon: Service, Sendable {
                 "not-owner",
                 "the app \(id) belongs to \(Self.userName(app.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
         }
-        app.apply(policy)
+        // The default app's policy comes from the daemon's configuration at each start; an app's own is kept.
+        app.apply(policy, save: id != ControlRequest.defaultApp)
         if attach {
             if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
             app.attach(connection)
@@ -236,6 +248,7 @@ final class LocationDaemon: Service, Sendable {
         for app in apps.value.values where app.connectionClosed(connection, at: date) {
             app.holdWhileGone()
             app.saveGone(at: date)
+            app.clearAttachedMarker()
             logger.notice("the app \(app.id) went away while tracking; holding its fixes for \(ValueRange.text(settings.keepAbandoned)) s at most")
         }
     }
@@ -250,12 +263,17 @@ final class LocationDaemon: Service, Sendable {
             return gone
         }
         for app in expired {
-            logger.warning("dropping the app \(app.id), gone since \(RFC3339.string(from: app.abandonedSince ?? date)), with the \(app.manager.heldCount) fixes it held (apps.keepAbandoned)")
+            logger.warning("dropping the app \(app.id), gone since \(RFC3339.string(from: app.abandonedSince ?? date)), with the \(app.manager.heldCount + app.outbox.count) fixes it held (apps.keepAbandoned)")
             app.manager.shutdown()
+            app.outbox.close()
             if let journal = app.manager.journalPath {
                 unlink(journal)
                 unlink(LifecycleStateFile(journalPath: journal).path)
                 unlink(journal + ".lock")
+                unlink(journal + ".outbox")
+                unlink(journal + ".outbox.lock")
+                unlink(journal + ".policy")
+                unlink(journal + ".attached")
                 if let marker = app.goneMarker { unlink(marker) }
             }
         }

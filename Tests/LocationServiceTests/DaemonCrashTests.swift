@@ -16,6 +16,17 @@ private let stressRounds = max(1, ProcessInfo.processInfo.environment["LOCATION_
 struct DaemonCrashTests {
     /// Replay flags: fix times follow the wall clock (so they keep increasing across restarts), one held fix per
     /// 0.2 s of wall time (one per 2 s of track time at 10×), and suspension instead of live background updates.
+    /// A daemon with a journal, suspended and killed with SIGKILL: its directory, flags and state record.
+    static func killedWhileSuspended() throws -> (TemporaryDirectory, [String], LifecycleStateFile) {
+        let directory = TemporaryDirectory()
+        let journal = directory.file("held.journal")
+        let flags = Self.flags(journal: journal)
+        let daemon = try RunningDaemon(directory: directory, extra: flags)
+        _ = try ControlClient.request(.state(set: "suspended"), path: daemon.socket)
+        daemon.kill9()
+        return (directory, flags, LifecycleStateFile(journalPath: journal))
+    }
+
     static func flags(journal: String) -> [String] {
         ["--timestamps", "now", "--loop", "--journal", journal, "--reduced-interval", "2", "--background-location", "off"]
     }
@@ -102,15 +113,7 @@ struct DaemonCrashTests {
 
     @Test("a daemon restarting into a saved suspended state records no other state on its way there")
     func restartRecordsOnlyTheStateItResumes() throws {
-        let directory = TemporaryDirectory()
-        let journal = directory.file("held.journal")
-        let flags = Self.flags(journal: journal)
-        let record = LifecycleStateFile(journalPath: journal)
-        do {
-            let daemon = try RunningDaemon(directory: directory, extra: flags)
-            _ = try ControlClient.request(.state(set: "suspended"), path: daemon.socket)
-            daemon.kill9()
-        }
+        let (directory, flags, record) = try Self.killedWhileSuspended()
         // A kill at any moment of the start-up must find the record suspended: one that said active there
         // would flush the journal to nobody on the next start. The launch walks through active, inactive and
         // background; so the record is read as fast as it can be until the daemon has answered and then
@@ -141,16 +144,9 @@ struct DaemonCrashTests {
 
     @Test("an explicit --state overrides the saved state; a corrupt or stale record is ignored with one warning")
     func savedStatePrecedence() throws {
-        let directory = TemporaryDirectory()
-        let journal = directory.file("held.journal")
-        let flags = Self.flags(journal: journal)
-        let record = LifecycleStateFile(journalPath: journal)
-        do {
-            let daemon = try RunningDaemon(directory: directory, extra: flags)
-            _ = try ControlClient.request(.state(set: "suspended"), path: daemon.socket)
-            #expect(record.load() == .restored(.suspended))
-            daemon.kill9()
-        }
+        let (directory, flags, record) = try Self.killedWhileSuspended()
+        #expect(record.load() == .restored(.suspended))
+        let journal = record.journalPath
         do {
             let daemon = try RunningDaemon(directory: directory, extra: flags + ["--state", "active"])
             #expect(try daemon.status().state == .active)
