@@ -713,6 +713,15 @@ public final class LocationManager: Sendable {
                 try journal.replaceContents(with: state.batch.peek())
                 logger.notice("journal \(journal.path) is written again after \(state.journalFailures) failed appends; it holds all \(journal.count) held fixes")
                 state.journalFailures = 0
+                let replaced = journalReplaced
+                delivery.enqueue { replaced.value?() }
+            } else if journal.count > 2 * state.batch.capacity + 16 {
+                // The batch drops its oldest fixes past its capacity; the file, appended to, would grow for as
+                // long as the app stays in the background. Rewritten (atomically) with what the batch holds,
+                // it stays within twice the capacity, at the cost of one rewrite per capacity's worth of fixes.
+                try journal.replaceContents(with: state.batch.peek())
+                let replaced = journalReplaced
+                delivery.enqueue { replaced.value?() }
             }
         } catch {
             state.journalFailures += 1
@@ -771,9 +780,19 @@ public final class LocationManager: Sendable {
                 self.logger.error("\(result.message)")
                 self.enqueueError(result)
                 self.delivery.drain()
+            } else {
+                self.journalReplaced.value?()
             }
         }
     }
+
+    /// Called (on the delivery queue) each time the journal file has been replaced by a new one: a record that
+    /// names the journal by its inode (the daemon's lifecycle state file) must be written again.
+    package func onJournalReplaced(_ hook: @escaping @Sendable () -> Void) {
+        journalReplaced.withLock { $0 = hook }
+    }
+
+    private let journalReplaced = Locked<(@Sendable () -> Void)?>(nil)
 
     private func updateKeepAlive() {
         let (changed, keep) = state.withLock { state -> (Bool, Bool) in

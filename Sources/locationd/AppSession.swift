@@ -21,9 +21,15 @@ final class AppSession: Sendable {
     private struct Links {
         var watchers: Set<ControlConnection> = []
         /// The connection that is the app itself (opened with `attach`).
-        var attached: ControlConnection?
+        /// The connections that are the app itself (opened with `attach`); the app is gone once the last closes.
+        var attached: Set<ControlConnection> = []
         /// Since when the app has been gone while its session holds its fixes.
         var abandonedSince: Date?
+        /// When it went, on the monotonic clock, and how long it had been gone by then (a session restored at
+        /// start): expiry counts on this clock, so a step of the wall clock (NTP on a Pi without an RTC)
+        /// neither drops an app early nor keeps it for ever.
+        var abandonedAt: ContinuousClock.Instant?
+        var goneBefore: Double = 0
         /// The background location mode the app had when it went; it is off while the app is gone, so that
         /// its fixes are held rather than delivered live to nobody.
         var modeBeforeGone: Bool?
@@ -116,6 +122,11 @@ final class AppSession: Sendable {
             send(unit, links.withLock { $0.watchers })
         }
         launched.withLock { $0 = session.application }
+        // The state record names the journal by its inode; a journal rewritten (compacted, cleared) is a new file.
+        let application = session.application
+        session.manager.onJournalReplaced { [stateFile] in
+            stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
+        }
         // The first record must be written, or the session is not created.
         try stateFile?.save(session.application.applicationState)
     }
@@ -150,8 +161,9 @@ final class AppSession: Sendable {
     /// Makes `connection` the app itself: the app is back.
     func attach(_ connection: ControlConnection) {
         let mode = links.withLock { links -> Bool? in
-            links.attached = connection
+            links.attached.insert(connection)
             links.abandonedSince = nil
+            links.abandonedAt = nil
             defer { links.modeBeforeGone = nil }
             return links.modeBeforeGone
         }
@@ -241,37 +253,59 @@ final class AppSession: Sendable {
     /// The app stopped being this connection (it stopped its updates, or is quitting): nothing is held for
     /// it when the connection closes.
     func detach(_ connection: ControlConnection) {
-        let was = links.withLock { links -> Bool in
-            guard links.attached == connection else { return false }
-            links.attached = nil
-            return true
+        let none = links.withLock { links -> Bool in
+            guard links.attached.remove(connection) != nil else { return false }
+            return links.attached.isEmpty
         }
-        if was { clearAttachedMarker() }
+        if none { clearAttachedMarker() }
     }
 
-    /// Forgets a closed connection. Returns `true` when it was the app itself, which is now gone.
+    /// Forgets a closed connection. Returns `true` when it was the app itself and no other connection of the
+    /// app remains: the app is now gone.
     func connectionClosed(_ connection: ControlConnection, at date: Date) -> Bool {
         links.withLock { links in
             links.watchers.remove(connection)
-            guard links.attached == connection else { return false }
-            links.attached = nil
+            guard links.attached.remove(connection) != nil, links.attached.isEmpty else { return false }
             links.abandonedSince = date
+            links.abandonedAt = .now
+            links.goneBefore = 0
             return true
         }
     }
 
     /// Marks the app gone since `date` (a session restored at start, whose app has not come back yet).
-    func markAbandoned(since date: Date) {
+    ///
+    /// `now` is the wall-clock time of the restore: the app counts as gone for `now - date` already (none if
+    /// the clock is behind the marker, as on a machine that has not set its clock yet), then on the
+    /// monotonic clock.
+    func markAbandoned(since date: Date, now: Date) {
         links.withLock { links in
-            if links.attached == nil { links.abandonedSince = date }
+            guard links.attached.isEmpty else { return }
+            links.abandonedSince = date
+            links.abandonedAt = .now
+            links.goneBefore = max(0, now.timeIntervalSince(date))
         }
+    }
+
+    /// How long the app has been gone, counted on the monotonic clock; `nil` while it is not gone.
+    var goneFor: Double? {
+        links.withLock { links in
+            links.abandonedAt.map { links.goneBefore + (ContinuousClock.now - $0).seconds }
+        }
+    }
+
+    /// Whether a gone marker is there (even one that cannot be read).
+    func hasGoneMarker() -> Bool {
+        guard let goneMarker else { return false }
+        var info = stat()
+        return lstat(goneMarker, &info) == 0
     }
 
     /// Since when the app has been gone, if it is.
     var abandonedSince: Date? { links.withLock { $0.abandonedSince } }
 
     /// Whether the app itself is connected.
-    var isAttached: Bool { links.withLock { $0.attached != nil } }
+    var isAttached: Bool { links.withLock { !$0.attached.isEmpty } }
 
     /// How many connections watch the app.
     var watcherCount: Int { links.withLock { $0.watchers.count } }

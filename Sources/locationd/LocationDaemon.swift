@@ -125,16 +125,19 @@ final class LocationDaemon: Service, Sendable {
         if let policy = app.savedPolicy() { app.restore(policy) }
         // An app that had gone away is still gone (and is held for); one that was attached when the daemon
         // died went with it, and is gone from now; any other resumes as it was.
+        let date = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
         if let since = app.savedGone() {
             app.holdWhileGone()
-            app.markAbandoned(since: since)
-        } else if app.wasAttached() {
-            let date = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
+            app.markAbandoned(since: since, now: date)
+        } else if app.hasGoneMarker() || app.wasAttached() {
+            // Gone, but since when is not known (a marker that cannot be read), or the daemon died with the
+            // app: gone from now, so that it still expires.
+            let reason = app.wasAttached() ? "it was attached when locationd stopped" : "its gone marker could not be read"
             app.holdWhileGone()
-            app.markAbandoned(since: date)
+            app.markAbandoned(since: date, now: date)
             app.saveGone(at: date)
             app.clearAttachedMarker()
-            logger.notice("the app \(id) was attached when locationd stopped; it is gone until it opens its session again, and its fixes are held")
+            logger.notice("the app \(id) is gone (\(reason)); its fixes are held until it opens its session again")
         }
         return app
     }
@@ -257,7 +260,7 @@ final class LocationDaemon: Service, Sendable {
     func dropExpiredApps(at date: Date) {
         let expired = apps.withLock { apps -> [AppSession] in
             let gone = apps.values.filter { app in
-                app.id != ControlRequest.defaultApp && app.abandonedSince.map { date.timeIntervalSince($0) >= settings.keepAbandoned } ?? false
+                app.id != ControlRequest.defaultApp && app.goneFor.map { $0 >= settings.keepAbandoned } ?? false
             }
             for app in gone { apps[app.id] = nil }
             return gone

@@ -142,6 +142,30 @@ struct DaemonCrashTests {
             others.isEmpty, "\(others.count) of \(reads) reads found another record: \(Set(others).sorted())")
     }
 
+    @Test("with batch.capacity 100 the journal stays within twice that while suspended, however long", .timeLimit(.minutes(2)))
+    func journalStaysBoundedWhileSuspended() throws {
+        let directory = TemporaryDirectory()
+        let journal = directory.file("held.journal")
+        let config = directory.file("locationd.yaml")
+        try "batch:\n  capacity: 100\n".write(toFile: config, atomically: true, encoding: .utf8)
+        // Every fix held: one a second of track time, a thousand times faster than life.
+        let daemon = try RunningDaemon(
+            directory: directory,
+            extra: ["--config", config, "--speed", "1000", "--loop", "--journal", journal,
+                    "--reduced-interval", "0.1", "--background-location", "off"])
+        _ = try daemon.ctl(["state", "suspended"])
+        #expect(Self.waitUntil(60) { ((try? daemon.status().dropped) ?? 0) >= 1_000 }, "the batch dropped its oldest fixes")
+        let records = try Self.readJournal(journal).locations.count
+        #expect(records <= 2 * 100 + 16, "the journal holds \(records) records for a batch of 100")
+        let status = try daemon.status()
+        #expect(status.held == 100)
+        // What it holds is what a restart loads.
+        daemon.kill9()
+        let restarted = try RunningDaemon(directory: directory, extra: ["--config", config, "--journal", journal])
+        let restored = try restarted.status()
+        #expect(restored.held == 100, "\(restored.held) held after the restart, \(restored.state); \(restarted.logText)")
+    }
+
     @Test("an explicit --state overrides the saved state; a corrupt or stale record is ignored with one warning")
     func savedStatePrecedence() throws {
         let (directory, flags, record) = try Self.killedWhileSuspended()

@@ -34,7 +34,7 @@ struct DaemonRestartTests {
         #expect(tracker.abandonedSince != nil, "the attached app went with the daemon: it is gone, not in the foreground")
         #expect(tracker.state == .suspended, "and held for: \(tracker.state)")
         #expect(try eventually { try daemon.appStatus("tracker").held >= 2 }, "its fixes are held until it comes back")
-        #expect(daemon.logText.contains("the app tracker was attached when locationd stopped"))
+        #expect(daemon.logText.contains("the app tracker is gone (it was attached when locationd stopped)"))
 
         let restored = try daemon.appStatus("quiet")
         #expect(restored.updating == false, "its updates stay off")
@@ -48,6 +48,45 @@ struct DaemonRestartTests {
         #expect(eventually { !(back.locations(kind: "held-restored") + back.locations(kind: "held-foreground")).isEmpty })
         #expect(try daemon.appStatus("tracker").abandonedSince == nil)
         back.send("quit")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test(
+        "a gone marker that cannot be read, or dated after the restart (a clock behind), still lets the app expire, counted from the restart",
+        .timeLimit(.minutes(1)))
+    func goneMarkersAlwaysExpire() throws {
+        let keep = 5.0
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        let extra = ["--journal", directory.file("state/journal")]
+        let environment = MultiAppDaemonTests.quickAcquisitions.merging(["LOCATIOND_APPS_KEEP_ABANDONED": "\(Int(keep))"]) { $1 }
+        var daemon = try RunningDaemon(directory: directory, extra: extra, environment: environment)
+        for app in ["garbled", "future"] {
+            var connection: AppConnection? = try AppConnection(socket: daemon.socket, app: app, extra: #","attach":true"#)
+            connection = nil
+            #expect(try eventually(10) { try daemon.listedStatus(app)?.abandonedSince != nil }, "\(app) went")
+            withExtendedLifetime(connection) {}
+        }
+        daemon.kill9()
+        let apps = directory.file("state/apps/\(getuid())")
+        try "not a date\n".write(toFile: apps + "/garbled.journal.gone", atomically: true, encoding: .utf8)
+        try RFC3339.string(from: Date().addingTimeInterval(8 * 86_400)).write(
+            toFile: apps + "/future.journal.gone", atomically: true, encoding: .utf8)
+
+        daemon = try RunningDaemon(directory: directory, extra: extra, environment: environment)
+        let restartedAt = ContinuousClock.now
+        #expect(try daemon.listedStatus("garbled")?.abandonedSince != nil, "still gone, from the restart on")
+        #expect(try daemon.listedStatus("future") != nil, "kept: gone for no time yet")
+        var dropped: [String: Duration] = [:]
+        #expect(try eventually(20) {
+            for app in ["garbled", "future"] where dropped[app] == nil {
+                if try daemon.listedStatus(app) == nil { dropped[app] = ContinuousClock.now - restartedAt }
+            }
+            return dropped.count == 2
+        }, "both expire: \(dropped)")
+        for (app, after) in dropped {
+            #expect(after >= .seconds(keep - 1), "\(app) dropped after \(after), not before apps.keepAbandoned")
+        }
         #expect(daemon.stop() == 0)
     }
 }

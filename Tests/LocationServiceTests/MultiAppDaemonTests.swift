@@ -401,6 +401,26 @@ struct MultiAppDaemonTests {
         #expect(try daemon.status().state == .active, "default untouched")
     }
 
+    @Test("an app attached by two connections is gone only when both have closed")
+    func twoAttachedConnections() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        var first: ControlClient? = try ControlClient(path: daemon.socket)
+        let second = try ControlClient(path: daemon.socket)
+        _ = try first?.request(.open(app: "tracker", attach: true))
+        _ = try first?.request(.watch)
+        _ = try second.request(.open(app: "tracker", attach: true))
+        #expect(try daemon.appStatus("tracker").watchers == 1)
+        first?.close()
+        first = nil
+        // The daemon has handled the first one's close once it no longer counts it as a watcher.
+        #expect(try eventually { try daemon.appStatus("tracker").watchers == 0 })
+        let status = try daemon.appStatus("tracker")
+        #expect(status.abandonedSince == nil && status.attached == true, "the other connection is still the app")
+        #expect(status.state == .active)
+        second.close()
+        #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the last one closed: gone")
+    }
+
     @Test("two clients opening one new app at once share its one session; after a refused open nothing falls back to default")
     func openRaceAndRefusal() throws {
         let daemon = try RunningDaemon()
