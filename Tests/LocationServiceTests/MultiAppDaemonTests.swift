@@ -535,8 +535,11 @@ struct MultiAppDaemonTests {
         let directory = TemporaryDirectory()
         let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        // Each background acquisition may wait 3 s, longer than one of the capture's epochs (about 1.2 s at
+        // gpsfake's 0.05 s a sentence): with the usual 0.2 s, most duty cycles would end before any fix came.
         let daemon = try RunningDaemon(
-            directory: directory, source: ["--gpsd", "127.0.0.1:\(gpsd.port)"], environment: Self.quickAcquisitions)
+            directory: directory, source: ["--gpsd", "127.0.0.1:\(gpsd.port)"],
+            environment: ["LOCATIOND_REDUCED_ACQUISITION_TIMEOUT": "3"])
         let front = try AppConnection(socket: daemon.socket, app: "front")
         let back = try AppConnection(socket: daemon.socket, app: "back", extra: #","reducedInterval":2,"backgroundLocation":true"#)
         try back.setState("background")
@@ -548,7 +551,9 @@ struct MultiAppDaemonTests {
         let stopFront = try AppConnection(socket: daemon.socket, app: "front", extra: #","updates":false"#, watch: false)
         #expect(try eventually { try daemon.status().receiver == "duty-cycled every 2 s" })
         let backBefore = back.times.count
-        #expect(try eventually(30) { back.times.count >= backBefore + 2 }, "the background app still gets its fixes")
+        #expect(
+            try eventually(30) { back.times.count >= backBefore + 2 },
+            "the background app still gets its fixes: \(back.times.count - backBefore) in 30 s; \(String(describing: try? daemon.appStatus("back"))); \(daemon.logText.suffix(3000))")
 
         // Nobody wants updates: the receiver is off and reads nothing from gpsd.
         let stopBack = try AppConnection(socket: daemon.socket, app: "back", extra: #","updates":false"#, watch: false)
