@@ -157,8 +157,11 @@ public enum ControlRequest: Sendable, Hashable {
         case "apps":
             self = .apps
         case "ack":
-            guard let batch = wire.batch, !batch.isEmpty, batch.utf8.count <= 64 else {
+            guard let batch = wire.batch, !batch.isEmpty else {
                 throw ControlError(.badRequest, "\"ack\" needs \"batch\", the id of the batch line it acknowledges")
+            }
+            guard batch.utf8.count <= 64 else {
+                throw ControlError(.badRequest, "\"batch\" is \(batch.utf8.count) bytes long; a batch id is at most 64")
             }
             self = .acknowledge(batch: batch)
         default:
