@@ -55,8 +55,7 @@ let package = Package(
         ),
         .target(
             name: "LocationControl",
-            dependencies: ["LocationCore"],
-            exclude: ["PROTOCOL.md"]
+            dependencies: ["LocationCore"]
         ),
         .testTarget(
             name: "LocationControlTests",
