@@ -172,24 +172,28 @@ enum DaemonClient {
                     do throws(LocationError) {
                         // An event type a newer daemon sends is skipped, not an end to watching.
                         guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
+                        // Acknowledged from within the write, which comes before the watch may end (on the
+                        // --count that the batch's last fix reaches): the ack is sent before the connection closes.
                         var written = false
-                        limits.handle(event) {
-                            writer.write($0)
+                        limits.handle(event) { event in
+                            writer.write(event)
                             written = writer.failure == nil
-                        }
-                        switch event {
-                        case .batch(let count, _, let id?) where count > 0 && written:
-                            batch = (id, count)
-                        case .location where written && batch != nil:
-                            batch?.remaining -= 1
-                            // Written whole: the daemon may let go of the batch.
-                            if let done = batch, done.remaining == 0 {
+                            guard written else { return }
+                            switch event {
+                            case .batch(let count, _, let id?) where count > 0:
+                                batch = (id, count)
+                            case .location where batch != nil:
+                                batch?.remaining -= 1
+                                // Written whole: the daemon may let go of the batch.
+                                if let done = batch, done.remaining == 0 {
+                                    batch = nil
+                                    try? client.send(.acknowledge(batch: done.id))
+                                }
+                            default:
                                 batch = nil
-                                try? client.send(.acknowledge(batch: done.id))
                             }
-                        default:
-                            batch = nil
                         }
+                        if !written { batch = nil }
                     } catch {
                         problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
                         break

@@ -192,6 +192,13 @@ struct HeldBatchDeliveryTests {
         #expect(eventually(20) { !counted.isRunning }, "--count 2 ended the watch")
         let waiting = try daemon.status().unacknowledged ?? 0
         #expect(waiting >= 5, "a batch written in part is not acknowledged: \(waiting) waiting")
+
+        // A watch whose --count the batch's last fix reaches acknowledges it before it ends.
+        let whole = try Tool.run(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json", "--count", "\(waiting)"],
+            timeout: 30, in: daemon.directory)
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(eventually(10) { (try? daemon.status().unacknowledged) == 0 }, "the batch written whole was acknowledged")
     }
 
     /// The fix times (seconds since 1970, to the millisecond) of every batch's fixes a watching client gets
