@@ -21,6 +21,7 @@ package final class TrackTimeLifecycle: Sendable {
     }
 
     private let state = Locked(State())
+    private let driven = AsyncStream.makeStream(of: Application.self, bufferingPolicy: .bufferingNewest(1))
 
     /// Creates a driver for a script.
     package init(script: LifecycleScript) {
@@ -30,6 +31,24 @@ package final class TrackTimeLifecycle: Sendable {
     /// The application to drive (it should run on ``clock``).
     package func drive(_ application: Application) {
         state.withLock { $0.application = application }
+        driven.continuation.yield(application)
+        driven.continuation.finish()
+    }
+
+    /// Returns once ``drive(_:)`` has named the application and the messages of its launch (a launch
+    /// straight into the background among them) have reached the manager, or when the task is cancelled.
+    ///
+    /// A replay as fast as possible must not hand the manager a fix before then: the manager would take
+    /// it in the foreground, under the high policy, whatever state the app was launched into.
+    func applicationLaunched() async {
+        var application = state.withLock { $0.application }
+        if application == nil {
+            for await named in driven.stream {
+                application = named
+                break
+            }
+        }
+        await application?.waitForPendingEvents()
     }
 
     /// Track time so far: from the first fix to the latest one seen.
@@ -92,6 +111,8 @@ private struct TrackTimeSource: LocationSource {
         }
         context.forwardModeChanges { inner.setMode($0) }
         inner.setMode(context.mode)
+        await driver.applicationLaunched()
+        try Task.checkCancellation()
         try await base.run(inner)
     }
 }
