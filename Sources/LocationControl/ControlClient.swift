@@ -62,7 +62,7 @@ public final class ControlClient: Sendable {
         guard let credentials = UnixSocket.peerCredentials(fd) else {
             throw ControlError.system("identify the process answering on", path: path, errno: errno)
         }
-        let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let parent = FilePathText.parent(of: path)
         var directory = stat()
         let directoryOwner: uid_t? = stat(parent, &directory) == 0 ? directory.st_uid : nil
         let peer = credentials.uid
@@ -175,7 +175,8 @@ public final class ControlClient: Sendable {
     ///   ``maxReplyLength``, or `io`.
     public func readLine(timeout: Duration?) throws(ControlError) -> [UInt8] {
         let deadline = timeout.map { ContinuousClock.now + $0 }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Made only when a read is needed: a line already received costs no allocation.
+        var chunk: [UInt8] = []
         while true {
             let (line, unconsumed): ([UInt8]?, Int) = received.withLock { buffer in
                 let start = buffer.head
@@ -203,6 +204,7 @@ public final class ControlClient: Sendable {
                 throw ControlError(.io, "cannot wait for locationd on \(path): \(String(cString: strerror(errno)))")
             }
             if ready == 0 { continue }
+            if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: 64 * 1024) }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
                 received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }

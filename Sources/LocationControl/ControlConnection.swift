@@ -4,9 +4,9 @@ import LocationCore
 ///
 /// Keep it to push events to a watcher with ``send(_:)``; it stays valid (and harmless) after the client
 /// has gone: ``send(_:)`` then returns `false`.
-public struct ControlConnection: Sendable, Identifiable, Hashable {
+package struct ControlConnection: Sendable, Identifiable, Hashable {
     /// A number unique among this server's connections for its lifetime.
-    public let id: UInt64
+    package let id: UInt64
     let core: ControlServerCore
 
     init(id: UInt64, core: ControlServerCore) {
@@ -21,38 +21,38 @@ public struct ControlConnection: Sendable, Identifiable, Hashable {
     ///
     /// - Returns: `true` if the line was queued; `false` if it was counted as missed or the connection is closed.
     @discardableResult
-    public func send(_ line: [UInt8]) -> Bool {
+    package func send(_ line: [UInt8]) -> Bool {
         core.send(line, to: id)
     }
 
     /// Closes the connection once what is already queued has been written.
-    public func close() {
+    package func close() {
         core.closeConnection(id)
     }
 
     /// Whether the connection is still open.
-    public var isOpen: Bool {
+    package var isOpen: Bool {
         core.state.withLock { $0.connections[id] != nil }
     }
 
     /// The user id of the process at the other end (SO_PEERCRED, taken when it connected); `nil` once the
     /// connection is closed or when the system did not say.
-    public var peerUID: UInt32? {
+    package var peerUID: UInt32? {
         core.state.withLock { state in state.connections[id].flatMap { $0.peerUID == .max ? nil : $0.peerUID } }
     }
 
     /// Whether the connection has become a watcher (its `watch` request was answered with success).
-    public var isWatching: Bool {
+    package var isWatching: Bool {
         core.state.withLock { $0.connections[id]?.isWatcher ?? false }
     }
 
     /// Connections are equal when they are the same connection of the same server.
-    public static func == (lhs: ControlConnection, rhs: ControlConnection) -> Bool {
+    package static func == (lhs: ControlConnection, rhs: ControlConnection) -> Bool {
         lhs.id == rhs.id && lhs.core === rhs.core
     }
 
     /// Hashes the connection's identity.
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(ObjectIdentifier(core))
     }

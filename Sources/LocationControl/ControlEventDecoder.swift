@@ -27,6 +27,8 @@ public enum ControlEventDecoder {
     /// Decodes one line, or returns `nil` for a well-formed event of a type this build does not know (a
     /// newer daemon's), which a watcher skips; throws for a line that is not an event or a malformed one.
     public static func eventIfKnown(_ line: [UInt8]) throws(LocationError) -> ControlEvent? {
+        // Most lines are fixes, written by JSONLineEncoder: read those directly.
+        if let location = LocationLineDecoder.location(line) { return .location(location) }
         let data = Data(line)
         let decoder = JSONDecoder()
         let header: Header

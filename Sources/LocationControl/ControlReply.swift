@@ -13,11 +13,11 @@ import LocationCore
 /// | `state` | `{"ok":true,"state":"active","executingInBackground":false,"policy":"high"}` (``state(_:executingInBackground:policy:)``) |
 /// | `status` | `{"ok":true,"status":{...}}` (``status(_:)`` or ``status(json:)``) |
 /// | `watch` | `{"ok":true,"watching":true}`, then event lines (``watching(then:)``) |
-public struct ControlReply: Sendable, Hashable {
+package struct ControlReply: Sendable, Hashable {
     /// The encoded reply, one JSON object ending in `\n`.
-    public let line: [UInt8]
+    package let line: [UInt8]
     /// Whether this is an `"ok":true` reply.
-    public let isSuccess: Bool
+    package let isSuccess: Bool
     /// Event lines queued right after a successful `watch` reply, before any broadcast.
     let followUp: [[UInt8]]
     /// A held batch queued after `followUp`, whole (its lines, and how many fixes it has).
@@ -37,18 +37,18 @@ public struct ControlReply: Sendable, Hashable {
     }
 
     /// The reply text without its trailing newline.
-    public var text: String {
+    package var text: String {
         String(decoding: line.dropLast(line.last == UInt8(ascii: "\n") ? 1 : 0), as: UTF8.self)
     }
 
     /// `{"ok":true,"location":{...}}`: the answer to `current`, the location in the one encoding the
     /// protocol uses for it everywhere (``JSONLineEncoder/object(_:)``), as in watch events.
-    public static func location(_ location: Location) -> ControlReply {
+    package static func location(_ location: Location) -> ControlReply {
         member("location", json: JSONLineEncoder.object(location))
     }
 
     /// `{"ok":true,"state":…,"executingInBackground":…,"policy":…}`: the answer to `state`.
-    public static func state(
+    package static func state(
         _ state: ApplicationState, executingInBackground: Bool, policy: AccuracyPolicy
     ) -> ControlReply {
         let text = "{\"ok\":true,\"state\":\(JSONText.string(state.rawValue)),"
@@ -59,13 +59,13 @@ public struct ControlReply: Sendable, Hashable {
     /// `{"ok":true,"status":{...}}` with `status` encoded as the object.
     ///
     /// If `status` does not encode to a JSON object the reply is a failure with code `internal`.
-    public static func status(_ status: some Encodable) -> ControlReply {
+    package static func status(_ status: some Encodable) -> ControlReply {
         member("status", encoding: status)
     }
 
     /// `{"ok":true,"status":{...}}` for the daemon's status: its last fix in the protocol's one location
     /// encoding (``JSONLineEncoder/object(_:)``), the rest encoded as keys sorted.
-    public static func status(_ status: DaemonStatus) -> ControlReply {
+    package static func status(_ status: DaemonStatus) -> ControlReply {
         var rest = status
         rest.lastFix = nil
         guard let encoded = try? encoder.encode(rest), encoded.first == UInt8(ascii: "{") else {
@@ -79,7 +79,7 @@ public struct ControlReply: Sendable, Hashable {
     }
 
     /// `{"ok":true,"apps":[{...},...]}`: the answer to `apps`, each app's status as in ``status(_:)``.
-    public static func apps(_ statuses: [DaemonStatus]) -> ControlReply {
+    package static func apps(_ statuses: [DaemonStatus]) -> ControlReply {
         var list: [UInt8] = [UInt8(ascii: "[")]
         for (index, status) in statuses.enumerated() {
             let one = Self.status(status)
@@ -95,7 +95,7 @@ public struct ControlReply: Sendable, Hashable {
     }
 
     /// `{"ok":true,"app":…,"created":…,"state":…,"policy":…}`: the answer to `open`.
-    public static func opened(app: String, created: Bool, state: ApplicationState, policy: AccuracyPolicy) -> ControlReply {
+    package static func opened(app: String, created: Bool, state: ApplicationState, policy: AccuracyPolicy) -> ControlReply {
         let text = "{\"ok\":true,\"app\":\(JSONText.string(app)),\"created\":\(created),"
             + "\"state\":\(JSONText.string(state.rawValue)),\"policy\":\(JSONText.string(policy.rawValue))}\n"
         return ControlReply(line: Array(text.utf8), isSuccess: true)
@@ -105,7 +105,7 @@ public struct ControlReply: Sendable, Hashable {
     ///
     /// Line breaks in `json` (legal only as whitespace between tokens) become spaces so the reply stays one
     /// line. If `json` is not an object (`{...}`) the reply is a failure with code `internal`.
-    public static func status(json: [UInt8]) -> ControlReply {
+    package static func status(json: [UInt8]) -> ControlReply {
         member("status", json: json)
     }
 
@@ -113,25 +113,25 @@ public struct ControlReply: Sendable, Hashable {
     ///
     /// Use `lines` for what a new watcher should see first (the current state, a flushed batch); they are queued
     /// in the same step as the reply, so no broadcast can come between. Each line is one JSON object ending in `\n`.
-    public static func watching(then lines: [[UInt8]] = []) -> ControlReply {
+    package static func watching(then lines: [[UInt8]] = []) -> ControlReply {
         ControlReply(line: Array("{\"ok\":true,\"watching\":true}\n".utf8), isSuccess: true, followUp: lines)
     }
 
     /// `{"ok":true,"watching":true}`, then `lines`, then a held batch (its batch line and `count` location
     /// lines) queued whole, whatever its size.
-    public static func watching(then lines: [[UInt8]], heldBatch: [UInt8], count: Int) -> ControlReply {
+    package static func watching(then lines: [[UInt8]], heldBatch: [UInt8], count: Int) -> ControlReply {
         ControlReply(
             line: Array("{\"ok\":true,\"watching\":true}\n".utf8), isSuccess: true, followUp: lines,
             heldBatch: HeldBatchLines(lines: heldBatch, count: count))
     }
 
     /// `{"ok":true,"watching":true}` with nothing queued after it.
-    public static var watching: ControlReply { watching() }
+    package static var watching: ControlReply { watching() }
 
     /// `{"ok":true, ...}` with the members of `value`, which must encode to a JSON object.
     ///
     /// `value`'s own `ok` key, if any, is not removed; do not define one.
-    public static func success(_ value: some Encodable) -> ControlReply {
+    package static func success(_ value: some Encodable) -> ControlReply {
         guard let json = try? encoder.encode(value) else {
             return failure(.internalError, "the daemon could not encode its reply")
         }
@@ -149,17 +149,17 @@ public struct ControlReply: Sendable, Hashable {
     }
 
     /// `{"ok":false,"error":{"code":…,"message":…}}`.
-    public static func failure(_ code: ControlError.Code, _ message: String) -> ControlReply {
+    package static func failure(_ code: ControlError.Code, _ message: String) -> ControlReply {
         ControlReply(line: JSONText.failureLine(code: code.rawValue, message: message), isSuccess: false)
     }
 
     /// A failure reply carrying a control error's code and message.
-    public static func failure(_ error: ControlError) -> ControlReply {
+    package static func failure(_ error: ControlError) -> ControlReply {
         failure(error.code, error.message)
     }
 
     /// A failure reply carrying a location error's code (e.g. `no-fix`) and message.
-    public static func failure(_ error: LocationError) -> ControlReply {
+    package static func failure(_ error: LocationError) -> ControlReply {
         failure(ControlError.Code(error.code), error.message)
     }
 

@@ -35,11 +35,11 @@ import LocationCore
 /// connection. Each connection's unsent output is bounded; a watcher that does not keep up misses events,
 /// which are counted and reported to it as a `watcher-lagged` event line once it catches up, and a connection
 /// that reads nothing of its pending output for ``ControlServerConfiguration/stallTimeout`` is closed.
-public final class ControlServer: Sendable {
+package final class ControlServer: Sendable {
     /// Answers one request; called in order for each connection, concurrently across connections.
     ///
     /// For `watch`, a success reply turns the connection into a watcher.
-    public typealias Handler = @Sendable (ControlRequest, ControlConnection) async -> ControlReply
+    package typealias Handler = @Sendable (ControlRequest, ControlConnection) async -> ControlReply
 
     private let core: ControlServerCore
 
@@ -54,7 +54,7 @@ public final class ControlServer: Sendable {
     /// - Throws: ``ControlError`` naming the path and the reason: `path-too-long`, `permission-denied`,
     ///   `already-listening` (another server answers on `path`), `address-in-use` (a non-socket file is in the
     ///   way), or `io`.
-    public init(
+    package init(
         path: String,
         configuration: ControlServerConfiguration = ControlServerConfiguration(),
         handler: @escaping Handler,
@@ -69,16 +69,16 @@ public final class ControlServer: Sendable {
     }
 
     /// The socket path.
-    public var path: String { core.path }
+    package var path: String { core.path }
 
     /// The limits the server runs with.
-    public var configuration: ControlServerConfiguration { core.configuration }
+    package var configuration: ControlServerConfiguration { core.configuration }
 
     /// Queues one event line (a JSON object; a missing trailing `\n` is added) to every watcher, without blocking.
     ///
     /// - Returns: How many watchers queued it; the others were behind and counted it as missed.
     @discardableResult
-    public func broadcast(_ line: [UInt8]) -> Int {
+    package func broadcast(_ line: [UInt8]) -> Int {
         core.broadcast(line, to: nil)
     }
 
@@ -87,7 +87,7 @@ public final class ControlServer: Sendable {
     ///
     /// - Returns: How many watchers queued it.
     @discardableResult
-    public func broadcast(_ line: [UInt8], to connections: Set<ControlConnection>) -> Int {
+    package func broadcast(_ line: [UInt8], to connections: Set<ControlConnection>) -> Int {
         core.broadcast(line, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)))
     }
 
@@ -97,18 +97,18 @@ public final class ControlServer: Sendable {
     ///
     /// - Returns: How many watchers queued it.
     @discardableResult
-    public func broadcastBatch(_ lines: [UInt8], count: Int, to connections: Set<ControlConnection>) -> Int {
+    package func broadcastBatch(_ lines: [UInt8], count: Int, to connections: Set<ControlConnection>) -> Int {
         core.broadcast(
             lines, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)), heldFixes: max(1, count))
     }
 
     /// How many connections are open.
-    public var connectionCount: Int {
+    package var connectionCount: Int {
         core.state.withLock { $0.connections.count }
     }
 
     /// How many open connections are watchers.
-    public var watcherCount: Int {
+    package var watcherCount: Int {
         core.state.withLock { $0.watcherCount }
     }
 
@@ -121,7 +121,7 @@ public final class ControlServer: Sendable {
     /// Closes every connection and the listener, removes the socket file, and waits for the loop thread to end.
     ///
     /// Handlers still running are cancelled; their replies are discarded. Calling `stop()` again does nothing.
-    public func stop() {
+    package func stop() {
         core.stop()
     }
 }

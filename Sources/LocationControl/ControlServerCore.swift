@@ -150,7 +150,7 @@ final class ControlServerCore: Sendable {
     /// this user (as /tmp is): in such a directory another user could rename the socket away and bind their
     /// own in its place, and clients would talk to an impostor.
     private static func checkDirectoryIsPrivate(of path: String) throws(ControlError) {
-        let parent = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let parent = FilePathText.parent(of: path)
         var info = stat()
         guard stat(parent, &info) == 0 else { throw ControlError.system("inspect the directory of", path: path, errno: errno) }
         let writableByOthers = info.st_mode & (S_IWGRP | S_IWOTH) != 0

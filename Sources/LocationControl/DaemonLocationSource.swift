@@ -1,85 +1,82 @@
 import Foundation
 import LocationCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A ``LocationSource`` that runs an app's ``LocationManager`` through `locationd`: the daemon's receiver,
-/// the app's own session in it, and fixes that the daemon holds for the app while it is suspended or gone.
+/// A ``LocationSource`` that runs an app's ``LocationManager`` through `locationd`: the daemon's shared
+/// receiver, the app's own session in it, and the fixes the daemon held for the app while its process was gone.
 ///
-/// Create it with the app's ``Application`` before the manager, and give it to the manager as its source:
+/// Give it to the manager as its source:
 ///
 /// ```swift
 /// let application = Application()
-/// let source = try DaemonLocationSource(app: "tracker", application: application)
-/// let manager = try LocationManager(source: source, application: application)
+/// var configuration = LocationManagerConfiguration()
+/// configuration.journalPath = "/var/lib/tracker/held.journal"   // the fixes it holds survive a crash
+/// let manager = try LocationManager(
+///     source: try DaemonLocationSource(app: "tracker"), application: application, configuration: configuration)
 /// manager.delegate = tracker
 /// try application.finishLaunching()
 /// manager.startUpdatingLocation()
 /// ```
 ///
-/// While the manager runs it, the source is the app's own connection to its session (`open` with `attach`):
-/// - every lifecycle change of `application` is made in the session too, before the manager acts on it, so
-///   the daemon holds fixes from the moment the app enters the background;
-/// - the session's fixes reach the manager as a direct source's would, and the batch the daemon held is
-///   handed to the manager as its own held batch: the delegate sees one batch on `willEnterForeground`, as
-///   with a direct gpsd source;
-/// - if the process dies, the daemon keeps acquiring at the app's background policy and holds the fixes,
-///   journaled; when the app runs this source again they arrive as one batch, oldest first.
+/// It is an ordinary source: it follows the manager's acquisition mode, so the manager holds, journals and
+/// flushes the app's fixes as it does with a direct gpsd source. While the manager runs it, it is the app's
+/// own connection to its session (`open` with `attach`):
+/// - continuous mode puts the session in the foreground (`active`); duty-cycled mode puts it in the
+///   background with the background location mode on, at the duty cycle's interval and accuracy, so the
+///   daemon delivers what the manager asked for and the manager decides what to hold;
+/// - if the process dies, the daemon notices the connection close and goes on acquiring at the app's last
+///   background interval, holding the fixes, journaled; when the app runs this source again they come as one
+///   hand-over (``LocationSourceEvent/held(_:)``), and the daemon lets go of them only when the app's
+///   delegate has had them.
 ///
-/// Stopping the updates detaches from the session and stops its updates.
+/// Stopping the updates detaches from the session and stops its updates: nothing is held for an app that
+/// stopped.
 public final class DaemonLocationSource: LocationSource {
     /// The app's id in locationd.
     public let app: String
     /// The control socket.
     public let socketPath: String
     /// The policy the app's session is given when the source starts (the daemon's defaults for what it
-    /// leaves out).
+    /// leaves out). The manager's mode decides the session's state, background interval and accuracy.
     public let policy: AppPolicy
-    /// How long a lifecycle change waits for the daemon to make it in the session.
-    public static let lifecycleTimeout: Duration = .seconds(5)
-
-    private let link = Locked<Link?>(nil)
-    private let application: Application
+    /// How long the daemon has to answer the requests that open the session.
+    public static let openTimeout: Duration = .seconds(5)
 
     /// A short name for logs and status: `locationd APP at SOCKET`.
     public var name: String { "locationd \(app) at \(socketPath)" }
 
-    /// Creates the source for the app whose lifecycle is `application`.
+    /// Creates the source for the app `app`.
     ///
     /// - Parameters:
     ///   - app: The app's id (1 to 64 of `A-Z a-z 0-9 . _ -`).
-    ///   - application: The app's lifecycle, the one its manager follows.
     ///   - socket: locationd's control socket; by default `$XDG_RUNTIME_DIR/locationd/control.sock`, else
     ///     `/run/locationd/control.sock`.
     ///   - policy: The app's own policy in its session.
     /// - Throws: ``ControlError`` `bad-request` for an app id that is not allowed.
-    public init(
-        app: String, application: Application, socket: String? = nil, policy: AppPolicy = AppPolicy()
-    ) throws(ControlError) {
+    public init(app: String, socket: String? = nil, policy: AppPolicy = AppPolicy()) throws(ControlError) {
         try ControlRequest.checkApp(app)
         self.app = app
         self.policy = policy
         socketPath = socket ?? Self.defaultSocket()
-        self.application = application
     }
 
     /// The user's daemon socket if there is one, else the system service's.
     static func defaultSocket() -> String {
-        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            let path = runtime + "/locationd/control.sock"
-            if access(path, F_OK) == 0 { return path }
-        }
-        return "/run/locationd/control.sock"
+        if let path = ControlSocketPath.user(), access(path, F_OK) == 0 { return path }
+        return ControlSocketPath.system
     }
 
     // MARK: - Running
 
-    /// Connects, opens the app's session as the app itself, mirrors the app's state, and forwards the
-    /// session's events until cancelled. When locationd cannot be reached or goes away (restarted), the source
-    /// says so once (``LocationSourceStatus/unavailable`` and a `source-unavailable` error) and connects again
-    /// with a growing delay (0.25 s to 5 s), as the gpsd source does; the daemon held the app's fixes meanwhile.
+    /// Connects, opens the app's session as the app itself, keeps its state with the manager's mode, and
+    /// forwards the session's events until cancelled. When locationd cannot be reached or goes away
+    /// (restarted), the source says so once (``LocationSourceStatus/unavailable`` and a `source-unavailable`
+    /// error) and connects again with a growing delay (0.25 s to 5 s), as the gpsd source does; the daemon
+    /// held the app's fixes meanwhile.
     public func run(_ context: LocationSourceContext) async throws {
         context.report(.status(.connecting))
         var delay = Duration.milliseconds(250)
@@ -115,55 +112,62 @@ public final class DaemonLocationSource: LocationSource {
             throw LocationError(.sourceUnavailable, "cannot reach locationd for the app \(app): \(error.message)")
         }
         let link = Link(client: client, context: context)
-        var opening = policy
+        let startMode = context.mode
+        var opening = Self.sessionPolicy(for: startMode, base: policy)
         opening.updates = true
         do {
-            _ = try link.call(.open(app: app, attach: true, policy: opening), timeout: Self.lifecycleTimeout)
-            // Watching first: a batch that the app's state flushes comes to this connection.
-            _ = try link.call(.watch, timeout: Self.lifecycleTimeout)
-            self.link.withLock { $0 = link }
-            // From now on every lifecycle message is made in the session before the manager acts on it.
-            context.onLifecycle { [weak self] event in self?.mirror(event) }
-            _ = try link.call(.state(set: daemonState(application.applicationState).rawValue), timeout: Self.lifecycleTimeout)
+            // Watching as the app hands over what the daemon held while the app was gone, right after the
+            // reply; the state request is not waited for, so nothing waits behind a batch that takes a while
+            // to read.
+            _ = try link.call(.open(app: app, attach: true, policy: opening), timeout: Self.openTimeout)
+            _ = try link.call(.watch, timeout: Self.openTimeout)
+            link.post(.state(set: Self.sessionState(for: startMode).rawValue))
         } catch {
-            self.link.withLock { if $0 === link { $0 = nil } }
             link.close()
             let code: LocationError.Code = error.code == .connectionClosed || error.code == .timeout ? .sourceUnavailable : .sourceFailed
             throw LocationError(code, "locationd did not take the app \(app): \(error.message)")
         }
         connected()
+        let app = app, policy = policy
+        // Every later mode change is made in the session, without waiting for the daemon's answer.
+        let follower = Task {
+            var mode = startMode
+            while !Task.isCancelled {
+                let next = await context.nextMode(after: mode)
+                guard next != mode else { return }
+                mode = next
+                if case .dutyCycled = next {
+                    link.post(.open(app: app, attach: true, policy: Self.sessionPolicy(for: next, base: policy)))
+                }
+                link.post(.state(set: Self.sessionState(for: next).rawValue))
+            }
+        }
         let ended = await withTaskCancellationHandler {
             await link.ended()
         } onCancel: {
             link.stop(app: app)
         }
-        self.link.withLock { if $0 === link { $0 = nil } }
+        follower.cancel()
         if Task.isCancelled { return }
         throw ended ?? LocationError(.sourceUnavailable, "locationd ended the connection")
     }
 
-    /// The state the session is told for the app's: locationd has no `notRunning` to move to.
-    private func daemonState(_ state: ApplicationState) -> ApplicationState {
-        state == .notRunning ? .suspended : state
+    /// The session's state for a mode: the foreground for continuous acquisition, the background (with the
+    /// background location mode on, so the daemon delivers rather than holds) for duty-cycled.
+    static func sessionState(for mode: AcquisitionMode) -> ApplicationState {
+        if case .dutyCycled = mode { return .background }
+        return .active
     }
 
-    /// Makes a lifecycle message's change in the session, waiting for the daemon (bounded), so that a batch
-    /// the change flushes is with the manager before the manager acts on the message.
-    private func mirror(_ event: ApplicationEvent) {
-        guard let link = link.value else { return }
-        let state: ApplicationState
-        switch event {
-        case .willResignActive, .willEnterForeground: state = .inactive
-        case .didEnterBackground: state = .background
-        case .didSuspend: state = .suspended
-        case .didBecomeActive: state = .active
-        case .didFinishLaunching: return
-        case .willTerminate:
-            // Quitting is not going away: nothing is held for an app that quit.
-            link.stop(app: app)
-            return
+    /// `base` with what a mode sets: a duty cycle's interval and accuracy, and the background location mode.
+    static func sessionPolicy(for mode: AcquisitionMode, base: AppPolicy) -> AppPolicy {
+        var policy = base
+        if case .dutyCycled(let cycle) = mode {
+            policy.reducedInterval = Double(cycle.interval.components.seconds) + Double(cycle.interval.components.attoseconds) / 1e18
+            policy.reducedAccuracy = cycle.desiredAccuracy ?? policy.reducedAccuracy
+            policy.backgroundLocation = true
         }
-        _ = try? link.call(.state(set: state.rawValue), timeout: Self.lifecycleTimeout)
+        return policy
     }
 
     // MARK: - The connection
@@ -188,10 +192,10 @@ public final class DaemonLocationSource: LocationSource {
         /// One reply slot, filled by the reader thread.
         final class Reply: Sendable {
             let done = DispatchSemaphore(value: 0)
-            let value = Locked<Result<ControlResponse, ControlError>?>(nil)
+            let value = Mutex<Result<ControlResponse, ControlError>?>(nil)
         }
 
-        private let state = Locked(State())
+        private let state = Mutex(State())
         /// Serialises requests, so that replies come back in the order they were sent.
         private let sending = NSLock()
 
@@ -220,7 +224,7 @@ public final class DaemonLocationSource: LocationSource {
             }
             sending.unlock()
             let milliseconds = Int(timeout.components.seconds * 1000)
-            guard reply.done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success, let result = reply.value.value else {
+            guard reply.done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success, let result = reply.value.withLock({ $0 }) else {
                 throw ControlError(.timeout, "locationd did not answer \(request.command) within \(timeout)")
             }
             return try result.get()
@@ -250,7 +254,7 @@ public final class DaemonLocationSource: LocationSource {
                     state.endWaiters.append(continuation)
                     return false
                 }
-                if now { continuation.resume(returning: state.value.ended) }
+                if now { continuation.resume(returning: state.withLock { $0.ended }) }
             }
         }
 
@@ -301,30 +305,30 @@ public final class DaemonLocationSource: LocationSource {
                     defer { state.batch = nil }
                     return state.batch?.locations ?? []
                 }
-                if !unfinished.isEmpty { context.deliverHeld(unfinished) }
+                if !unfinished.isEmpty { context.report(.held(HeldLocations(unfinished))) }
             }
             switch event {
             case .batch(let count, _, let id):
                 state.withLock { $0.batch = count > 0 ? (count, id, []) : nil }
             case .location(let location):
                 let complete = state.withLock { state -> (locations: [Location], id: String?)? in
-                    guard var batch = state.batch else { return nil }
-                    batch.locations.append(location)
-                    if batch.locations.count >= batch.count {
-                        state.batch = nil
-                        return (batch.locations, batch.id)
-                    }
-                    state.batch = batch
-                    return ([], nil)
+                    guard state.batch != nil else { return nil }
+                    // In place: a copy of the batch taken out and put back would copy every fix for each one.
+                    state.batch!.locations.append(location)
+                    guard let batch = state.batch, batch.locations.count >= batch.count else { return ([], nil) }
+                    state.batch = nil
+                    return (batch.locations, batch.id)
                 }
                 switch complete {
                 case nil:
                     context.deliver(location)
                 case let (held, id)? where !held.isEmpty:
                     // The daemon keeps the batch until told that the app's delegate has it.
-                    context.deliverHeld(held) { [weak self] in
-                        if let id { self?.post(.acknowledge(batch: id)) }
-                    }
+                    context.report(
+                        .held(
+                            HeldLocations(held) { [weak self] in
+                                if let id { self?.post(.acknowledge(batch: id)) }
+                            }))
                 default:
                     break
                 }

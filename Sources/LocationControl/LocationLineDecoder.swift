@@ -1,0 +1,155 @@
+import LocationCore
+
+/// Reads a `location` event line in the shape ``JSONLineEncoder`` writes, without `JSONDecoder`: a held batch
+/// is up to 100,000 of them, and two `JSONDecoder` passes a line took seconds for one.
+///
+/// It is a fast path only: it takes a flat object of the known keys with plain values (numbers, strings
+/// without escapes, booleans) and returns `nil` for anything else (an escape, an unknown or repeated key, a
+/// value of another type, an impossible coordinate), which the caller then decodes with `JSONDecoder`, so
+/// that every line means exactly what it meant before and every error reads the same.
+enum LocationLineDecoder {
+    private static let prefix = Array(#"{"type":"location","#.utf8)
+
+    /// The location of a line that starts `{"type":"location",`, or `nil` when the fast path does not apply.
+    static func location(_ line: [UInt8]) -> Location? {
+        guard line.count > prefix.count, line.starts(with: prefix) else { return nil }
+        return line.withUnsafeBufferPointer { bytes -> Location? in
+            var reader = Reader(bytes: bytes, index: prefix.count)
+            return reader.location()
+        }
+    }
+
+    private struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index: Int
+
+        private enum Key: Int {
+            case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy, speed
+            case speedAccuracy, course, courseAccuracy, climb, hdop, vdop, pdop, timestamp, fixMode
+            case correctionStatus, satellitesUsed, satellitesVisible, source, isSimulated
+        }
+
+        private static let keys: [[UInt8]: Key] = [
+            "latitude": .latitude, "longitude": .longitude, "altitude": .altitude,
+            "ellipsoidalAltitude": .ellipsoidalAltitude, "horizontalAccuracy": .horizontalAccuracy,
+            "verticalAccuracy": .verticalAccuracy, "speed": .speed, "speedAccuracy": .speedAccuracy,
+            "course": .course, "courseAccuracy": .courseAccuracy, "climb": .climb, "hdop": .hdop, "vdop": .vdop,
+            "pdop": .pdop, "timestamp": .timestamp, "fixMode": .fixMode, "correctionStatus": .correctionStatus,
+            "satellitesUsed": .satellitesUsed, "satellitesVisible": .satellitesVisible, "source": .source,
+            "isSimulated": .isSimulated,
+        ].reduce(into: [:]) { $0[Array($1.key.utf8)] = $1.value }
+
+        mutating func location() -> Location? {
+            var numbers = [Double?](repeating: nil, count: Key.timestamp.rawValue)
+            var timestamp: String?, fixMode: FixMode?, correction: String?, source: String?
+            var satellitesUsed: Int?, satellitesVisible: Int?, isSimulated: Bool?
+            var seen: UInt32 = 0
+            while true {
+                guard let keyRange = string(), let key = Self.keys[Array(bytes[keyRange])], seen & (1 << key.rawValue) == 0,
+                    take(UInt8(ascii: ":"))
+                else { return nil }
+                seen |= 1 << key.rawValue
+                switch key {
+                case .timestamp, .fixMode, .correctionStatus, .source:
+                    guard let range = string() else { return nil }
+                    // Invalid UTF-8 is refused, as JSONDecoder refuses it, never repaired.
+                    guard let text = String(validating: bytes[range], as: UTF8.self) else { return nil }
+                    switch key {
+                    case .timestamp: timestamp = text
+                    case .fixMode:
+                        guard let mode = FixMode(rawValue: text) else { return nil }
+                        fixMode = mode
+                    case .correctionStatus: correction = text
+                    default: source = text
+                    }
+                case .satellitesUsed, .satellitesVisible:
+                    // A whole number only, read exactly, as JSONDecoder takes an Int.
+                    let start = index
+                    guard number() != nil, !bytes[start..<index].contains(UInt8(ascii: ".")),
+                        let count = Int(String(decoding: bytes[start..<index], as: UTF8.self))
+                    else { return nil }
+                    if key == .satellitesUsed { satellitesUsed = count } else { satellitesVisible = count }
+                case .isSimulated:
+                    guard let value = boolean() else { return nil }
+                    isSimulated = value
+                default:
+                    guard let value = number() else { return nil }
+                    numbers[key.rawValue] = value
+                }
+                if take(UInt8(ascii: ",")) { continue }
+                guard take(UInt8(ascii: "}")), index == bytes.count else { return nil }
+                break
+            }
+            guard let latitude = numbers[Key.latitude.rawValue], let longitude = numbers[Key.longitude.rawValue],
+                let timestamp, let parsed = RFC3339.parse(timestamp)
+            else { return nil }
+            func value(_ key: Key) -> Double? { numbers[key.rawValue] }
+            let location = Location(
+                latitude: latitude, longitude: longitude, altitude: value(.altitude),
+                ellipsoidalAltitude: value(.ellipsoidalAltitude), horizontalAccuracy: value(.horizontalAccuracy),
+                verticalAccuracy: value(.verticalAccuracy), speed: value(.speed), speedAccuracy: value(.speedAccuracy),
+                course: value(.course), courseAccuracy: value(.courseAccuracy), climb: value(.climb),
+                timestamp: parsed.date, fixMode: fixMode, correctionStatus: correction.flatMap(CorrectionStatus.init(rawValue:)),
+                satellitesUsed: satellitesUsed, satellitesVisible: satellitesVisible, source: source,
+                isSimulated: isSimulated ?? false, hdop: value(.hdop), vdop: value(.vdop), pdop: value(.pdop))
+            return location.hasValidCoordinate ? location : nil
+        }
+
+        private mutating func take(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        /// A string without escapes or control characters: the range of its contents.
+        private mutating func string() -> Range<Int>? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    index += 1
+                    return start..<(index - 1)
+                }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+                index += 1
+            }
+            return nil
+        }
+
+        private mutating func boolean() -> Bool? {
+            for (word, value) in [("true", true), ("false", false)] {
+                let utf8 = Array(word.utf8)
+                if index + utf8.count <= bytes.count, bytes[index..<(index + utf8.count)].elementsEqual(utf8) {
+                    index += utf8.count
+                    return value
+                }
+            }
+            return nil
+        }
+
+        /// A number in JSON's grammar without an exponent, read as `JSONDecoder` reads it (correctly rounded).
+        private mutating func number() -> Double? {
+            let start = index
+            func digits() -> Int {
+                let first = index
+                while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") { index += 1 }
+                return index - first
+            }
+            _ = take(UInt8(ascii: "-"))
+            let integer = index
+            guard digits() > 0 else { return nil }
+            if bytes[integer] == UInt8(ascii: "0"), index - integer > 1 { return nil }
+            if take(UInt8(ascii: ".")), digits() == 0 { return nil }
+            // An exponent (the encoder writes one only for the tiniest and hugest values) is left to JSONDecoder,
+            // which refuses what underflows or overflows rather than rounding it.
+            guard index < bytes.count, bytes[index] | 0x20 != UInt8(ascii: "e") else { return nil }
+            guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), value.isFinite else { return nil }
+            // A decimal too small for a Double (JSONDecoder refuses it) is not rounded to zero here.
+            if value == 0, bytes[start..<index].contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) {
+                return nil
+            }
+            return value
+        }
+    }
+}
