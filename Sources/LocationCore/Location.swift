@@ -118,6 +118,9 @@ public struct Location: Sendable, Hashable {
         latitude.isFinite && longitude.isFinite && abs(latitude) <= 90 && abs(longitude) <= 180
     }
 
+    /// The mean Earth radius in metres (IUGG), the sphere every distance here is measured on.
+    package static let meanEarthRadius = 6_371_008.8
+
     /// Great-circle distance to another location in metres (haversine on a sphere of mean Earth radius).
     public func distance(from other: Location) -> Double {
         Self.distance(
@@ -130,7 +133,7 @@ public struct Location: Sendable, Hashable {
         fromLatitude latitude1: Double, longitude longitude1: Double,
         toLatitude latitude2: Double, longitude longitude2: Double
     ) -> Double {
-        let earthRadius = 6_371_008.8
+        let earthRadius = meanEarthRadius
         let lat1 = latitude1 * .pi / 180, lat2 = latitude2 * .pi / 180
         let dLat = lat2 - lat1
         let dLon = (longitude2 - longitude1) * .pi / 180

@@ -55,6 +55,16 @@ package final class LocationJournal: Sendable {
 
     private let state: Locked<State>
     private let timeline: Timeline
+    /// Called with the staged file's path before it is renamed over the journal.
+    private let willReplace = Locked<(@Sendable (String) -> Void)?>(nil)
+
+    /// Calls `hook` with the path of each rewritten journal once it is written and synced, just before it is
+    /// renamed over the journal: a record that names the journal by its inode (locationd's lifecycle state
+    /// record) can accept the new file too, so that no crash between the rename and the record's rewrite
+    /// leaves a record naming a file that is gone. Called with the journal locked: it must not use it.
+    package func onWillReplace(_ hook: @escaping @Sendable (_ staged: String) -> Void) {
+        willReplace.withLock { $0 = hook }
+    }
     private static let magic = Array("LOCJRNL1".utf8)
     static let maxPayload = 4096
 
@@ -480,6 +490,7 @@ package final class LocationJournal: Sendable {
                 try bytes.withUnsafeBytes { try staged.write(contentsOf: $0) }
                 try staged.synchronize()
                 try staged.close()
+                willReplace.value?(temporary)
                 guard Glibc.rename(temporary, path) == 0 else {
                     throw LocationError(.journalIO, "cannot rename \(temporary) over the journal: \(String(cString: strerror(errno)))")
                 }
@@ -520,11 +531,7 @@ package final class LocationJournal: Sendable {
 
     /// Makes a rename in the file's directory durable.
     private static func syncDirectory(of path: String) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let fd = Glibc.open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = Glibc.fsync(fd)
-        _ = Glibc.close(fd)
+        FilePathText.syncDirectory(containing: path)
     }
 
     /// Syncs and closes the file; later appends fail.

@@ -42,7 +42,7 @@ public final class LocationManager: Sendable {
         var policy: AccuracyPolicy
         /// Whether the app runs in the background (from didEnterBackground until willEnterForeground).
         var inBackground: Bool
-        /// Told once the delegate has the held fixes that came with them (``LocationSourceContext/deliverHeld(_:delivered:)``).
+        /// Told once the delegate has the held fixes that came with them (``LocationSourceEvent/held(_:)``).
         var heldReceipts: [@Sendable () -> Void] = []
         /// The fix times of the held fixes last handed over, which a holder that had no word of them hands over again.
         var lastHandedOver: Set<Date> = []
@@ -446,6 +446,8 @@ public final class LocationManager: Sendable {
             case .satellitesInView(let count):
                 guard count >= 0 else { return }
                 enqueue(.satellitesInView(count))
+            case .held(let handOver):
+                acceptHeld(handOver, &state)
             }
         }
         delivery.drain()
@@ -484,24 +486,21 @@ public final class LocationManager: Sendable {
 
     /// Takes fixes that were held for the app elsewhere: into the batch while the app holds (they are
     /// delivered with it), else delivered at once as a restored batch.
-    private func acceptHeld(_ locations: [Location], delivered: (@Sendable () -> Void)?, generation: Int) {
-        state.withLock { state in
-            guard state.sourceGeneration == generation else { return }
-            // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
-            // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
-            // already delivered may never have reached the app.
-            let known = Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
-            let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
-            state.lastHandedOver = Set(locations.map(\.timestamp))
-            for location in fresh {
-                state.batch.append(location)
-                journal(location, &state)
-            }
-            if let last = fresh.last { state.location = last }
-            if let delivered { state.heldReceipts.append(delivered) }
-            if !isHolding(state) { flush(&state, reason: .restored) }
+    private func acceptHeld(_ handOver: HeldLocations, _ state: inout State) {
+        let locations = handOver.locations
+        // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
+        // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
+        // already delivered may never have reached the app.
+        let known = Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
+        let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
+        state.lastHandedOver = Set(locations.map(\.timestamp))
+        for location in fresh {
+            state.batch.append(location)
+            journal(location, &state)
         }
-        delivery.drain()
+        if let last = fresh.last { state.location = last }
+        if handOver.hasReceipt { state.heldReceipts.append(handOver.delivered) }
+        if !isHolding(state) { flush(&state, reason: .restored) }
     }
 
     /// Whether fixes are held rather than delivered: from didEnterBackground until willEnterForeground,
@@ -583,9 +582,6 @@ public final class LocationManager: Sendable {
         let context = LocationSourceContext(clock: clock, mode: mode) { [weak self] event in
             self?.handle(event, generation: generation)
         }
-        context.onHeld { [weak self] locations, delivered in
-            self?.acceptHeld(locations, delivered: delivered, generation: generation)
-        }
         state.context = context
         let source = self.source
         state.sourceTask = Task { [weak self] in
@@ -645,9 +641,6 @@ public final class LocationManager: Sendable {
     /// Handles one lifecycle message: it goes into the event stream first, so that what it causes (a
     /// policy change, a flushed batch) follows it.
     fileprivate func handle(_ event: ApplicationEvent) {
-        // The source first, outside the lock: it may hand over fixes held elsewhere, which this message
-        // then flushes with the rest.
-        state.withLock { $0.context }?.lifecycleWillChange(event)
         state.withLock { state in
             enqueue(.lifecycle(event))
             switch event {
@@ -786,6 +779,17 @@ public final class LocationManager: Sendable {
         }
     }
 
+    /// Delivers the held batch now, as restored fixes, in whatever state the app is: locationd does so when
+    /// an app that went away attaches again, so that the app takes back what was held for it, whatever state
+    /// it comes back in. Fixes that come later are held or delivered as the state says.
+    package func deliverHeldNow() {
+        state.withLock { state in
+            guard !state.batch.isEmpty else { return }
+            flush(&state, reason: .restored)
+        }
+        delivery.drain()
+    }
+
     /// Called (on the delivery queue) each time the journal file has been replaced by a new one: a record that
     /// names the journal by its inode (the daemon's lifecycle state file) must be written again.
     package func onJournalReplaced(_ hook: @escaping @Sendable () -> Void) {
@@ -793,6 +797,13 @@ public final class LocationManager: Sendable {
     }
 
     private let journalReplaced = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// Called with the path of a rewritten journal, synced and about to be renamed over the journal, while
+    /// the manager is locked (the hook must not call back into it): a record that names the journal by its
+    /// inode must accept that file as well until ``onJournalReplaced(_:)`` says the rename is done.
+    package func onJournalWillBeReplaced(_ hook: @escaping @Sendable (_ staged: String) -> Void) {
+        journal?.onWillReplace(hook)
+    }
 
     private func updateKeepAlive() {
         let (changed, keep) = state.withLock { state -> (Bool, Bool) in

@@ -37,6 +37,49 @@ public enum LocationSourceEvent: Sendable, Hashable {
     /// the sky is in view: reported just before ``LocationSourceStatus/noFix`` when the count is known,
     /// then whenever it changes until a fix comes. Never negative.
     case satellitesInView(Int)
+    /// Fixes that another holder kept for the app while it could not take them (a daemon, while the app's
+    /// process was gone), oldest first. The manager adds them to its own held batch, so that they reach the
+    /// app as one batch when it returns to the foreground, or at once, marked restored, when it is already
+    /// there; it drops those it already has, by fix time, so a holder may hand the same fixes over again.
+    case held(HeldLocations)
+}
+
+/// Fixes handed over by another holder (``LocationSourceEvent/held(_:)``), with what to do once the app has them.
+///
+/// The holder lets go of them only when ``whenDelivered`` runs: that is, once the delegate has had them (in
+/// the batch they went out in), or had already had each of them. It does not run if the manager stops first;
+/// the holder then keeps them, and hands them over again next time.
+public struct HeldLocations: Sendable, Hashable {
+    /// The fixes, oldest first.
+    public var locations: [Location]
+    private let receipt: Receipt?
+
+    /// Creates a hand-over of `locations`; `whenDelivered` runs at most once, after the delegate had them.
+    public init(_ locations: [Location], whenDelivered: (@Sendable () -> Void)? = nil) {
+        self.locations = locations
+        receipt = whenDelivered.map(Receipt.init)
+    }
+
+    /// Tells the holder that the app has the fixes (the manager calls it, once).
+    package func delivered() { receipt?.run() }
+
+    /// Whether there is a holder to tell.
+    package var hasReceipt: Bool { receipt != nil }
+
+    public static func == (lhs: HeldLocations, rhs: HeldLocations) -> Bool {
+        lhs.locations == rhs.locations && lhs.receipt === rhs.receipt
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(locations)
+        hasher.combine(receipt.map(ObjectIdentifier.init))
+    }
+
+    /// The holder's callback; equal only to itself.
+    private final class Receipt: Sendable {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
 }
 
 /// The state of a source's connection and fix, for status displays and delegates.

@@ -21,11 +21,6 @@ public final class LocationSourceContext: Sendable {
     // Locked rather than a bare Mutex: it shows its critical sections to ThreadSanitizer.
     private let state: Locked<State>
     private let sink: @Sendable (LocationSourceEvent) -> Void
-    /// Where fixes that another holder kept for the app go (set by the manager); see ``deliverHeld(_:)``.
-    private let heldSink = Locked<(@Sendable ([Location], (@Sendable () -> Void)?) -> Void)?>(nil)
-    /// Who hears of the app's lifecycle messages before the manager acts on them; see ``onLifecycle(_:)``.
-    private let lifecycleSink = Locked<(@Sendable (ApplicationEvent) -> Void)?>(nil)
-
     /// Creates a context with an initial mode and a sink that receives every reported event.
     public init(
         clock: any Clock<Duration>,
@@ -85,41 +80,6 @@ public final class LocationSourceContext: Sendable {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: mode)
         }
-    }
-
-    /// Hands over fixes that were held for the app elsewhere (by locationd while the app was suspended or
-    /// gone), oldest first: the manager adds them to its own held batch, so that they reach the app as one
-    /// batch when it returns to the foreground, or at once, marked restored, when it is already there.
-    ///
-    /// `delivered` is called once the delegate has had them (in the batch they go out in), or had already
-    /// had each of them: the holder elsewhere may then let go of them. It is not called if the runner stops
-    /// first; the holder then keeps them, and hands them over again next time (the manager drops fixes it
-    /// already has, by fix time).
-    package func deliverHeld(_ locations: [Location], delivered: (@Sendable () -> Void)? = nil) {
-        if let sink = heldSink.value {
-            sink(locations, delivered)
-        } else {
-            for location in locations { self.sink(.location(location)) }
-            delivered?()
-        }
-    }
-
-    /// Installs the receiver of ``deliverHeld(_:delivered:)``.
-    package func onHeld(_ receive: @escaping @Sendable ([Location], (@Sendable () -> Void)?) -> Void) {
-        heldSink.withLock { $0 = receive }
-    }
-
-    /// Calls `receive` with each of the app's lifecycle messages, on the thread that sends it, before the
-    /// manager acts on it (before a policy change, before a held batch is flushed): a source that holds
-    /// fixes for the app elsewhere hands them over with ``deliverHeld(_:)`` from there, and they go out in the
-    /// batch the message flushes.
-    package func onLifecycle(_ receive: @escaping @Sendable (ApplicationEvent) -> Void) {
-        lifecycleSink.withLock { $0 = receive }
-    }
-
-    /// Tells the source of a lifecycle message the manager is about to act on.
-    package func lifecycleWillChange(_ event: ApplicationEvent) {
-        lifecycleSink.value?(event)
     }
 
     /// Reports an event to the runner.

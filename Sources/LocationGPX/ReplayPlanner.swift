@@ -240,7 +240,7 @@ final class ReplayPlanner {
     /// initial bearing in degrees clockwise from true north, in [0, 360), from one set of sines and
     /// cosines: a replay derives both for every point, and the trigonometry is most of its cost.
     static func distanceAndBearing(_ a: GPXPoint, _ b: GPXPoint) -> (distance: Double, bearing: Double) {
-        let earthRadius = 6_371_008.8
+        let earthRadius = Location.meanEarthRadius
         let lat1 = a.latitude * .pi / 180, lat2 = b.latitude * .pi / 180
         let dLon = (b.longitude - a.longitude) * .pi / 180
         let sinLat1 = sin(lat1), cosLat1 = cos(lat1), sinLat2 = sin(lat2), cosLat2 = cos(lat2)
