@@ -70,7 +70,7 @@ package struct CommandFailure: Error, CustomStringConvertible {
     /// Prints `program: message` on standard error and exits with the code.
     package func exit() -> Never {
         if isSilent { Foundation.exit(exitCode) }
-        let program = CommandLine.arguments.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
+        let program = CommandMain.commandLine.first.flatMap { $0.split(separator: "/").last.map(String.init) } ?? "locationctl"
         // Messages quote files, receivers and the daemon: one line, with no control character let through.
         EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(message))\n")
         Foundation.exit(exitCode)

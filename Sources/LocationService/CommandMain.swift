@@ -50,10 +50,26 @@ package enum CommandMain {
     /// Parses the arguments, or prints the help or one line and exits. Synchronous on purpose: what the
     /// parser allocated is still on a thread's stack when the process exits, where LeakSanitizer sees it,
     /// not in an async frame it cannot see.
+    /// The command line after the program name. The Swift runtime finds it through `environ`, which a
+    /// preloaded library that calls `setenv` first (libfaketime does) moves: the runtime then sees no
+    /// arguments at all (swiftlang/swift#76080), and the daemon would start with none of its flags. Read
+    /// from `/proc/self/cmdline` then.
+    static func arguments() -> [String] { Array(commandLine.dropFirst()) }
+
+    /// The whole command line, the program first (read once).
+    static let commandLine: [String] = {
+        if !CommandLine.arguments.isEmpty { return CommandLine.arguments }
+        guard let bytes = FileManager.default.contents(atPath: "/proc/self/cmdline") else { return [] }
+        var fields = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        // The file ends with a NUL: the split leaves one empty field after it.
+        if fields.last == "" { fields.removeLast() }
+        return fields
+    }()
+
     private static func parseOrExit<Root: ParsableCommand>(_ root: Root.Type) -> any ParsableCommand {
         let program = root.configuration.commandName ?? "locationctl"
         do {
-            return try root.parseAsRoot()
+            return try root.parseAsRoot(arguments())
         } catch {
             let code = root.exitCode(for: error)
             if code == .success {

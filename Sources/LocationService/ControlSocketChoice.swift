@@ -21,7 +21,7 @@ package struct ControlSocketChoice: Sendable, Hashable {
     }
 
     /// The system service's socket (see `Config/locationd.service`).
-    package static let systemSocket = "/run/locationd/control.sock"
+    package static let systemSocket = ControlSocketPath.system
 
     /// The sockets to try, in order; never empty.
     package let candidates: [String]
@@ -49,9 +49,7 @@ package struct ControlSocketChoice: Sendable, Hashable {
             return ControlSocketChoice(candidates: [configured], origin: fromEnvironment ? .environment : .configurationFile)
         }
         var candidates: [String] = []
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            candidates.append(runtime + "/locationd/control.sock")
-        }
+        if let user = ControlSocketPath.user(environment: environment) { candidates.append(user) }
         if !candidates.contains(systemSocket) { candidates.append(systemSocket) }
         return ControlSocketChoice(candidates: candidates, origin: .defaults)
     }
@@ -73,7 +71,7 @@ package struct DaemonOptions: ParsableArguments {
     package var config: String?
 
     @Option(help: ArgumentHelp(
-        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when new and then yours alone. Without it: the app every client shares, named default.",
+        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when the state command first sets a state or policy for it, and then yours alone. Without it: the app every client shares, named default.",
         valueName: "NAME"))
     /// `--app`: the app the requests act on; `nil` is `default`.
     package var app: String?

@@ -41,6 +41,9 @@ package final class LifecycleStateFile: Sendable {
         package var journalDevice: UInt64
         /// The journal file's inode number.
         package var journalInode: UInt64
+        /// The inode of a rewritten journal about to be renamed over it (same device), which the record
+        /// accepts too: a crash between that rename and the record's rewrite leaves a record that still applies.
+        package var nextJournalInode: UInt64?
 
         /// Creates a record.
         package init(state: ApplicationState, journal: String, journalDevice: UInt64, journalInode: UInt64) {
@@ -63,7 +66,13 @@ package final class LifecycleStateFile: Sendable {
         case ignored(reason: String)
     }
 
-    private let lock = Locked(())
+    /// What the saves share: the last state saved, and the identity of a journal staged to replace the current one.
+    private struct Saved {
+        var state: ApplicationState?
+        var staged: (device: UInt64, inode: UInt64)?
+    }
+
+    private let lock = Locked(Saved())
 
     /// A record for the journal at `journalPath` (made absolute against the current directory).
     package init(journalPath: String) {
@@ -103,7 +112,9 @@ package final class LifecycleStateFile: Sendable {
         guard let identity = Self.identity(of: journalPath) else {
             return .ignored(reason: "state record \(path) belongs to journal \(journalPath), which no longer exists")
         }
-        guard identity == (record.journalDevice, record.journalInode) else {
+        let accepted = identity == (record.journalDevice, record.journalInode)
+            || (identity.device == record.journalDevice && identity.inode == record.nextJournalInode)
+        guard accepted else {
             return .ignored(
                 reason: "state record \(path) belongs to an earlier file at \(journalPath) (inode \(record.journalInode), "
                     + "now \(identity.inode)): the journal was replaced")
@@ -143,21 +154,56 @@ package final class LifecycleStateFile: Sendable {
     /// - Throws: ``LocationError/Code/journalIO`` naming the file and the reason when the journal is missing
     ///   or the record cannot be written.
     package func save(_ state: ApplicationState) throws(LocationError) {
-        let result: Result<Void, LocationError> = lock.withLock { _ in
+        try lock.withLock { saved in record(state, &saved) }.get()
+    }
+
+    /// The journal is about to be replaced by the file at `staged` (written and synced, not yet renamed): the
+    /// record is written again, with the last state saved, accepting that file as well as the current one,
+    /// until ``journalReplaced(_:failed:)``.
+    package func journalWillBeReplaced(by staged: String, failed: (LocationError) -> Void) {
+        guard let identity = Self.identity(of: staged) else { return }
+        let result = lock.withLock { saved -> Result<Void, LocationError> in
+            saved.staged = identity
+            guard let state = saved.state else { return .success(()) }
+            return record(state, &saved)
+        }
+        if case .failure(let error) = result { failed(error) }
+    }
+
+    /// The journal was replaced: the record is written again with `state`, naming the new file alone once
+    /// it is in place.
+    package func journalReplaced(_ state: ApplicationState, failed: (LocationError) -> Void) {
+        guard state != .notRunning else { return }
+        let result = lock.withLock { saved -> Result<Void, LocationError> in
+            // A later rewrite may be staged already: it stays accepted until its own rename is done.
+            if let staged = saved.staged, let current = Self.identity(of: journalPath), current == staged {
+                saved.staged = nil
+            }
+            return record(state, &saved)
+        }
+        if case .failure(let error) = result { failed(error) }
+    }
+
+    /// Writes the record for `state` and the journal as it is now (with the lock held).
+    private func record(_ state: ApplicationState, _ saved: inout Saved) -> Result<Void, LocationError> {
+        saved.state = state
+        return {
             guard let identity = Self.identity(of: journalPath) else {
                 return .failure(
                     LocationError(.journalIO, "cannot save lifecycle state: journal \(journalPath) does not exist"))
             }
-            let record = Record(
+            var record = Record(
                 state: state, journal: journalPath, journalDevice: identity.device, journalInode: identity.inode)
+            if let staged = saved.staged, staged.device == identity.device, staged.inode != identity.inode {
+                record.nextJournalInode = staged.inode
+            }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             guard let body = try? encoder.encode(record) else {
                 return .failure(LocationError(.journalIO, "cannot encode lifecycle state for \(path)"))
             }
             return Result { () throws(LocationError) in try Self.writeAtomically(Array(body) + [0x0A], to: path) }
-        }
-        try result.get()
+        }()
     }
 
     /// Saves a state the app has reached, as its session reports it; termination is not saved (a daemon
@@ -181,7 +227,10 @@ package final class LifecycleStateFile: Sendable {
             LocationError(.journalIO, "cannot \(step) state record \(path): \(String(cString: strerror(number)))")
         }
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // Never through a link planted at the temporary's name (another user's, in a directory others may
+        // write): the name is removed, then created afresh, refusing to follow or reuse anything there.
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure("create", errno) }
         var offset = 0
         while offset < bytes.count {
@@ -208,11 +257,6 @@ package final class LifecycleStateFile: Sendable {
             throw failure("replace", number)
         }
         // The rename itself survives a power cut only once the directory is synced.
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        let directoryFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
+        FilePathText.syncDirectory(containing: path)
     }
 }

@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import LocationControl
 import LocationCore
 import LocationGPSD
 import SystemPackage
@@ -88,10 +89,7 @@ package struct ServiceConfiguration: Sendable, Hashable {
 
     /// The default control socket path.
     package static func defaultSocketPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return runtime + "/locationd/control.sock"
-        }
-        return "/run/locationd/control.sock"
+        ControlSocketPath.user(environment: environment) ?? ControlSocketPath.system
     }
 
     /// Reads the defaults, then the YAML file at `path` (if given), then `LOCATIOND_*` environment variables.

@@ -84,9 +84,13 @@ package final class SharedReceiver: Sendable {
         task?.cancel()
     }
 
-    /// The mode that serves every tap: continuous if any is; else the shortest interval, the strictest
-    /// accuracy and the longest acquisition of the duty-cycled ones; nil without taps.
+    /// The mode that serves every tap: continuous if any is; else a cycle whose interval divides every
+    /// tap's (their greatest common divisor, in milliseconds), so that each tap's acquisitions fall on the
+    /// receiver's and each gets its own interval to within one of them, with the strictest accuracy and the
+    /// longest acquisition of the duty-cycled ones; continuous when that divisor is under an epoch (7 s and
+    /// 5 s have 1 s; 7.5 s and 5 s have 2.5 s); nil without taps.
     package static func combined(_ modes: some Sequence<AcquisitionMode>) -> AcquisitionMode? {
+        let modes = Array(modes)
         var cycle: DutyCycle?
         for mode in modes {
             switch mode {
@@ -97,7 +101,7 @@ package final class SharedReceiver: Sendable {
                     cycle = next
                     continue
                 }
-                combined.interval = min(combined.interval, next.interval)
+                combined.interval = commonDivisor(combined.interval, next.interval)
                 combined.acquisitionTimeout = max(combined.acquisitionTimeout, next.acquisitionTimeout)
                 if let accuracy = next.desiredAccuracy {
                     combined.desiredAccuracy = min(combined.desiredAccuracy ?? accuracy, accuracy)
@@ -105,7 +109,23 @@ package final class SharedReceiver: Sendable {
                 cycle = combined
             }
         }
-        return cycle.map { .dutyCycled($0) }
+        guard let cycle else { return nil }
+        // Only a divisor shorter than every tap's own interval: one tap may ask for less than an epoch.
+        let shortest = modes.compactMap { if case .dutyCycled(let own) = $0 { own.interval } else { nil } }.min()
+        if cycle.interval < epoch, let shortest, cycle.interval < shortest { return .continuous }
+        return .dutyCycled(cycle)
+    }
+
+    /// The greatest common divisor of two intervals, to the millisecond.
+    static func commonDivisor(_ first: Duration, _ second: Duration) -> Duration {
+        func milliseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            return overflow ? Int64.max / 2 : max(1, whole + attoseconds / 1_000_000_000_000_000)
+        }
+        var (a, b) = (milliseconds(first), milliseconds(second))
+        while b != 0 { (a, b) = (b, a % b) }
+        return .milliseconds(a)
     }
 
     // MARK: - Taps
@@ -249,7 +269,15 @@ package final class SharedReceiver: Sendable {
             return nil
         }
         tap.window = nil
-        tap.lastAcquisition = window.start
+        // The acquisition counts from when it was due, early or late by the epochs' grid: counted from the
+        // fix, the schedule crept (a 3.3 s interval beside a 1 Hz receiver gave a fix every 3 s). After a
+        // pause of more than an interval it counts from the fix.
+        let due = tap.lastAcquisition.map { $0 + cycle.interval }
+        if let due, window.start - due < cycle.interval {
+            tap.lastAcquisition = due
+        } else {
+            tap.lastAcquisition = window.start
+        }
         return window.selector.best
     }
 
