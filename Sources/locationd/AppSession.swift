@@ -20,7 +20,6 @@ final class AppSession: Sendable {
 
     private struct Links {
         var watchers: Set<ControlConnection> = []
-        /// The connection that is the app itself (opened with `attach`).
         /// The connections that are the app itself (opened with `attach`); the app is gone once the last closes.
         var attached: Set<ControlConnection> = []
         /// Since when the app has been gone while its session holds its fixes.
@@ -46,12 +45,12 @@ final class AppSession: Sendable {
         id: String, owner: UInt32?, source: any LocationSource, settings: ServiceConfiguration,
         startState: ApplicationState, stateFile: LifecycleStateFile?, logger: Logger,
         now: @escaping @Sendable () -> Date,
-        send: @escaping @Sendable ([ControlEvent], Set<ControlConnection>) -> Void
+        send: @escaping @Sendable (Outgoing, Set<ControlConnection>) -> Void
     ) throws(LocationError) {
         self.id = id
         self.owner = owner
         self.stateFile = stateFile
-        let outbox = try HeldOutbox(journal: settings.journalPath, capacity: settings.batchCapacity)
+        let outbox = try HeldOutbox(files: settings.journalPath.map(AppFiles.init(journal:)), capacity: settings.batchCapacity)
         self.outbox = outbox
         if let problem = outbox.problem { logger.warning("\(problem.message)") }
         if outbox.count > 0 {
@@ -64,7 +63,7 @@ final class AppSession: Sendable {
         // A held batch is sent as one unit, its batch line and its location lines together, so that a watcher
         // gets all of it or none. The session emits those lines one after another in one call, never
         // interleaved with another line, so gathering them is counting within that call.
-        let gathering = Locked<(remaining: Int, events: [ControlEvent])?>(nil)
+        let gathering = Locked<(remaining: Int, reason: String, locations: [Location])?>(nil)
         session = try LocationSession(
             source: source, settings: settings, startState: startState, logger: logger, now: now
         ) { event in
@@ -81,51 +80,72 @@ final class AppSession: Sendable {
             if case .state = event, let application = launched.withLock({ $0 }) {
                 stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
-            let unit = gathering.withLock { gathering -> [ControlEvent]? in
-                if case .batch(let count, _, _) = event, count > 0 {
-                    gathering = (count, [event])
+            enum Gathered { case event(ControlEvent), batch(reason: String, locations: [Location], then: ControlEvent?) }
+            let gathered = gathering.withLock { gathering -> Gathered? in
+                if case .batch(let count, let reason, _) = event, count > 0 {
+                    var locations: [Location] = []
+                    locations.reserveCapacity(count)
+                    gathering = (count, reason, locations)
                     return nil
                 }
-                guard var batch = gathering else { return [event] }
-                batch.events.append(event)
-                if case .location = event, batch.remaining > 1 {
-                    batch.remaining -= 1
-                    gathering = batch
-                    return nil
+                // In place: a batch copied out and back would be copied whole for every fix.
+                guard gathering != nil else { return .event(event) }
+                guard case .location(let location) = event else {
+                    // Never happens (nothing comes between a batch's lines); the batch so far goes out first, then this.
+                    defer { gathering = nil }
+                    return .batch(reason: gathering!.reason, locations: gathering!.locations, then: event)
                 }
-                gathering = nil
-                return batch.events
+                gathering!.locations.append(location)
+                gathering!.remaining -= 1
+                guard gathering!.remaining == 0 else { return nil }
+                defer { gathering = nil }
+                return .batch(reason: gathering!.reason, locations: gathering!.locations, then: nil)
             }
-            guard var unit else { return }
-            // A flushed batch joins what no consumer has acknowledged yet, before the manager clears its journal
-            // (it does so once this returns), and everything waiting goes out as one batch with its id.
-            if case .batch(_, let reason, _) = unit.first {
-                let locations = unit.dropFirst().compactMap { event -> Location? in
-                    if case .location(let location) = event { return location }
-                    return nil
-                }
+            let watchers = links.withLock { $0.watchers }
+            switch gathered {
+            case nil:
+                return
+            case .event(let event):
+                send(.event(event), watchers)
+                return
+            case .batch(let reason, let locations, let then):
+                defer { if let then { send(.event(then), watchers) } }
+                // A flushed batch joins what no consumer has acknowledged yet, before the manager clears its
+                // journal (it does so once this returns), and everything waiting goes out as one batch with its id.
+                let count: Int, batchID: String?
                 do throws(LocationError) {
-                    let (pending, batchID, dropped) = try outbox.add(locations)
+                    let (pending, id, dropped) = try outbox.add(locations)
                     if dropped > 0 {
                         logger.warning("the app \(id)'s outbox dropped its \(dropped) oldest unacknowledged fixes: it holds at most \(outbox.capacity)")
                     }
-                    unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
+                    (count, batchID) = (pending, id)
                 } catch {
                     // The batch is kept in memory and sent, and the file is rewritten whole once writing works
                     // again; only a crash before then, or before an ack, would lose it.
                     logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory until the outbox can be written")
-                    if let (pending, batchID) = outbox.pending() {
-                        unit = [.batch(count: pending.count, reason: reason, id: batchID)] + pending.map(ControlEvent.location)
-                    }
+                    guard let (pending, id) = outbox.pending() else { return }
+                    (count, batchID) = (pending.count, id)
                 }
+                // Encoded once for every watcher, and not at all without one (a later watcher gets it from the
+                // outbox).
+                guard !watchers.isEmpty, let batchID, let body = outbox.encodedLocations(id: batchID) else { return }
+                var lines: [UInt8] = []
+                lines.reserveCapacity(body.count + 128)
+                JSONLineEncoder.append(.batch(count: count, reason: reason, id: batchID), to: &lines)
+                lines.append(contentsOf: body)
+                send(.batch(lines: lines, count: count), watchers)
             }
-            send(unit, links.withLock { $0.watchers })
         }
         launched.withLock { $0 = session.application }
         // The state record names the journal by its inode; a journal rewritten (compacted, cleared) is a new file.
         let application = session.application
+        // Before the rename the record accepts the new file too, so that no crash between the two leaves it
+        // naming a file that is gone (the restart would ignore it and resume active).
+        session.manager.onJournalWillBeReplaced { [stateFile] staged in
+            stateFile?.journalWillBeReplaced(by: staged) { error in logger.error("\(error.message)") }
+        }
         session.manager.onJournalReplaced { [stateFile] in
-            stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
+            stateFile?.journalReplaced(application.applicationState) { error in logger.error("\(error.message)") }
         }
         // The first record must be written, or the session is not created.
         try stateFile?.save(session.application.applicationState)
@@ -140,18 +160,14 @@ final class AppSession: Sendable {
     /// The batch no consumer has acknowledged, as the lines a new watcher gets first (batch line, then its
     /// locations), with how many fixes it has; `nil` when nothing waits.
     func pendingBatch() -> (lines: [UInt8], count: Int)? {
-        guard let (locations, id) = outbox.pending() else { return nil }
-        // Encoded once per batch id and shared by every watcher that gets it.
-        if let cached = encodedPending.withLock({ $0 }), cached.id == id { return (cached.lines, locations.count) }
+        guard let (locations, id) = outbox.pending(), let body = outbox.encodedLocations(id: id) else { return nil }
         var lines: [UInt8] = []
-        lines.reserveCapacity((locations.count + 1) * 320)
+        lines.reserveCapacity(body.count + 128)
         JSONLineEncoder.append(.batch(count: locations.count, reason: "unacknowledged", id: id), to: &lines)
-        for location in locations { JSONLineEncoder.append(.location(location), to: &lines) }
-        encodedPending.withLock { $0 = (id, lines) }
+        lines.append(contentsOf: body)
         return (lines, locations.count)
     }
 
-    private let encodedPending = Locked<(id: String, lines: [UInt8])?>(nil)
 
     /// Adds a watcher.
     func watch(from connection: ControlConnection) {
@@ -175,11 +191,14 @@ final class AppSession: Sendable {
     }
 
     /// Beside the journal while the app itself is connected.
-    var attachedMarker: String? { manager.journalPath.map { $0 + ".attached" } }
+    var attachedMarker: String? { files?.attached }
+
+    /// The session's files beside its journal, when it journals.
+    var files: AppFiles? { manager.journalPath.map(AppFiles.init(journal:)) }
 
     /// Beside the journal: the app's own policy as its opens set it, as an `open` request line, so that a
     /// restart restores it.
-    var policyFile: String? { manager.journalPath.map { $0 + ".policy" } }
+    var policyFile: String? { files?.policy }
 
     /// Whether the app was attached when the daemon last stopped (it died without seeing the app go).
     func wasAttached() -> Bool {
@@ -228,7 +247,7 @@ final class AppSession: Sendable {
 
     /// Beside the journal, the time the app went away, so that a restarted daemon knows it is still gone
     /// (and since when); absent while the app is there, and without a journal.
-    var goneMarker: String? { manager.journalPath.map { $0 + ".gone" } }
+    var goneMarker: String? { files?.gone }
 
     /// Notes that the app went away at `date` (in the marker), for a restart to find.
     func saveGone(at date: Date) {
@@ -307,6 +326,18 @@ final class AppSession: Sendable {
     /// Whether the app itself is connected.
     var isAttached: Bool { links.withLock { !$0.attached.isEmpty } }
 
+    /// Whether `connection` is the app itself.
+    func isAttached(by connection: ControlConnection) -> Bool { links.withLock { $0.attached.contains(connection) } }
+
+    /// The app is back and watching: what its session held for it goes to the outbox now, and the session,
+    /// suspended while the app was gone, is inactive, as a relaunched app is, until the app's own state request.
+    func takeBackHeld() async {
+        manager.deliverHeldNow()
+        if application.applicationState == .suspended { try? application.transition(to: .inactive) }
+        await application.waitForPendingEvents()
+        await manager.waitForPendingDeliveries()
+    }
+
     /// How many connections watch the app.
     var watcherCount: Int { links.withLock { $0.watchers.count } }
 
@@ -347,7 +378,15 @@ final class AppSession: Sendable {
             if let accuracy = policy.reducedAccuracy { reduced.desiredAccuracy = accuracy }
             manager.reducedPolicy = reduced
         }
-        if let mode = policy.backgroundLocation { manager.allowsBackgroundLocationUpdates = mode }
+        if let mode = policy.backgroundLocation {
+            // While the app is gone its session holds, mode off: the mode asked for is the one it gets back.
+            let deferred = links.withLock { links -> Bool in
+                guard links.abandonedSince != nil, links.attached.isEmpty else { return false }
+                links.modeBeforeGone = mode
+                return true
+            }
+            if !deferred { manager.allowsBackgroundLocationUpdates = mode }
+        }
         switch policy.updates {
         case true?: manager.startUpdatingLocation()
         case false?: manager.stopUpdatingLocation()

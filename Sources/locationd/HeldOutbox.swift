@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationControl
 
 /// The fixes an app's session has flushed as a held batch and no consumer has acknowledged yet.
 ///
@@ -31,19 +32,19 @@ final class HeldOutbox: Sendable {
 
     /// Opens the outbox beside the app's journal (`JOURNAL.outbox`), loading what a previous run left there;
     /// in memory only without a journal.
-    init(journal owner: String?, capacity: Int) throws(LocationError) {
+    init(files: AppFiles?, capacity: Int) throws(LocationError) {
         self.capacity = max(1, capacity)
-        guard let owner else {
+        guard let files else {
             journal = nil
             problem = nil
             return
         }
         let opened: (journal: LocationJournal, contents: LocationJournal.Contents)
         do {
-            opened = try LocationJournal.open(path: owner + ".outbox")
+            opened = try LocationJournal.open(path: files.outbox)
         } catch where error.message.contains("is in use by another process") {
             // Whoever has the outbox has the journal: say so of the journal the user named.
-            throw LocationError(error.code, error.message.replacingOccurrences(of: owner + ".outbox", with: owner))
+            throw LocationError(error.code, error.message.replacingOccurrences(of: files.outbox, with: files.journal))
         }
         journal = opened.journal
         problem = opened.contents.problem
@@ -64,8 +65,8 @@ final class HeldOutbox: Sendable {
     ///
     /// A fix the outbox already has (the same fix time: a batch flushed again after a kill -9 between this
     /// write and the clearing of the app's journal) is not added twice.
-    func add(_ locations: [Location]) throws(LocationError) -> (pending: [Location], id: String, dropped: Int) {
-        let result: Result<(pending: [Location], id: String, dropped: Int), LocationError> = state.withLock {
+    func add(_ locations: [Location]) throws(LocationError) -> (pending: Int, id: String, dropped: Int) {
+        let result: Result<(pending: Int, id: String, dropped: Int), LocationError> = state.withLock {
             state in
             let present = Set(state.fixes.map(\.timestamp))
             let fresh = locations.filter { !present.contains($0.timestamp) }
@@ -89,7 +90,7 @@ final class HeldOutbox: Sendable {
                 state.writeFailed = true
                 return .failure(error)
             }
-            return .success((state.fixes, id(state), dropped))
+            return .success((state.fixes.count, id(state), dropped))
         }
         return try result.get()
     }
@@ -125,6 +126,22 @@ final class HeldOutbox: Sendable {
         }
         return try result.get()
     }
+
+    /// The location lines of the outbox's batch `id`, encoded once per batch and shared by the flush's
+    /// broadcast and every later watcher; `nil` when the outbox has moved on from `id`.
+    func encodedLocations(id: String) -> [UInt8]? {
+        encodedPending.withLock { cached -> [UInt8]? in
+            if let cached, cached.id == id { return cached.lines }
+            guard let (locations, pendingID) = pending(), pendingID == id else { return nil }
+            var lines: [UInt8] = []
+            lines.reserveCapacity(locations.count * 320)
+            for location in locations { JSONLineEncoder.append(.location(location), to: &lines) }
+            cached = (id, lines)
+            return lines
+        }
+    }
+
+    private let encodedPending = Locked<(id: String, lines: [UInt8])?>(nil)
 
     /// Syncs and closes the journal (at shutdown).
     func close() {

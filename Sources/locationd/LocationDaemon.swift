@@ -60,44 +60,32 @@ final class LocationDaemon: Service, Sendable {
     /// Sends an app's lines to its watchers.
     private static func sender(
         server: Locked<ControlServer?>
-    ) -> @Sendable ([ControlEvent], Set<ControlConnection>) -> Void {
-        { events, watchers in
-            guard let server = server.withLock({ $0 }) else { return }
-            if events.count == 1, let event = events.first {
+    ) -> @Sendable (Outgoing, Set<ControlConnection>) -> Void {
+        { outgoing, watchers in
+            guard !watchers.isEmpty, let server = server.withLock({ $0 }) else { return }
+            switch outgoing {
+            case .event(let event):
                 server.broadcast(JSONLineEncoder.line(event), to: watchers)
-                return
+            case .batch(let lines, let count):
+                // A held batch: one unit, whole or not at all.
+                server.broadcastBatch(lines, count: count, to: watchers)
             }
-            // A held batch: one unit, whole or not at all.
-            var lines: [UInt8] = []
-            lines.reserveCapacity(events.count * 320)
-            for event in events { JSONLineEncoder.append(event, to: &lines) }
-            server.broadcastBatch(lines, count: events.count - 1, to: watchers)
         }
     }
 
     // MARK: - App sessions
 
-    /// Where an app's journal goes: `apps/UID/APP.journal` beside the daemon's journal; none without one.
-    private func journalPath(app: String, owner: UInt32) -> String? {
-        guard let journal = settings.journalPath else { return nil }
-        return "\(Self.appsDirectory(journal: journal))/\(owner)/\(app).journal"
-    }
-
-    private static func appsDirectory(journal: String) -> String {
-        let parent = journal.lastIndex(of: "/").map { $0 == journal.startIndex ? "/" : String(journal[..<$0]) } ?? "."
-        return parent + "/apps"
-    }
+    /// Where the apps' journals go (`apps/` beside the daemon's journal); none without one.
+    private var appDirectory: AppDirectory? { settings.journalPath.map(AppDirectory.init(daemonJournal:)) }
 
     /// Creates the session of a new app (its journal restored, if it has one, in its saved state).
     private func makeApp(_ id: String, owner: UInt32, restoring: Bool) throws(LocationError) -> AppSession {
         var appSettings = settings
-        appSettings.journalPath = journalPath(app: id, owner: owner)
-        if let path = appSettings.journalPath {
-            // Owner-only: the fixes of one user's app are nobody else's business.
-            let appsDirectory = Self.appsDirectory(journal: settings.journalPath ?? path)
-            for directory in [appsDirectory, String(path[..<path.lastIndex(of: "/")!])] where mkdir(directory, 0o700) != 0 && errno != EEXIST {
-                throw LocationError(.journalIO, "cannot create \(directory) for the app \(id)'s journal: \(String(cString: strerror(errno)))")
-            }
+        if let appDirectory {
+            appSettings.journalPath = appDirectory.files(app: id, owner: owner).journal
+            try appDirectory.createDirectories(for: owner, app: id)
+        } else {
+            appSettings.journalPath = nil
         }
         let stateFile = appSettings.journalPath.map(LifecycleStateFile.init(journalPath:))
         var startState = ApplicationState.active
@@ -145,27 +133,19 @@ final class LocationDaemon: Service, Sendable {
     /// Brings back the sessions of apps that were journaled when the daemon last ran: their apps are gone
     /// until they open them again, so they hold what the receiver gives them.
     private func restoreApps() {
-        guard let journal = settings.journalPath else { return }
-        let directory = Self.appsDirectory(journal: journal)
-        let owners = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for ownerName in owners.sorted() {
-            guard let owner = UInt32(ownerName) else { continue }
-            let files = (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(ownerName)")) ?? []
-            for file in files.sorted() where file.hasSuffix(".journal") {
-                let id = String(file.dropLast(".journal".count))
-                guard (try? ControlRequest.checkApp(id)) != nil, id != ControlRequest.defaultApp else { continue }
-                guard apps.value.count < settings.maxApps else {
-                    logger.warning("not restoring the app \(id): already \(settings.maxApps) apps (apps.max)")
-                    continue
-                }
-                do throws(LocationError) {
-                    let app = try makeApp(id, owner: owner, restoring: true)
-                    apps.withLock { $0[id] = app }
-                    let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0))" } ?? ""
-                    logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
-                } catch {
-                    logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
-                }
+        guard let appDirectory else { return }
+        for (owner, id) in appDirectory.journaledApps() {
+            guard apps.value.count < settings.maxApps else {
+                logger.warning("not restoring the app \(id): already \(settings.maxApps) apps (apps.max)")
+                continue
+            }
+            do throws(LocationError) {
+                let app = try makeApp(id, owner: owner, restoring: true)
+                apps.withLock { $0[id] = app }
+                let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0))" } ?? ""
+                logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
+            } catch {
+                logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
             }
         }
     }
@@ -205,7 +185,7 @@ final class LocationDaemon: Service, Sendable {
         let outcome = creating.withLock { _ -> OpenOutcome in
             if let found = apps.withLock({ $0[id] }) { return .found(found, created: false) }
             guard create else {
-                return .refused(.failure("no-such-app", "locationd has no app \(id); create it with locationctl state --app \(id)"))
+                return .refused(.failure("no-such-app", "locationd has no app \(id); create it with locationctl state --app \(id) active (or another state)"))
             }
             guard let uid else { return .refused(.failure("not-owner", "locationd cannot tell which user is connected")) }
             guard apps.value.count < settings.maxApps else {
@@ -230,14 +210,16 @@ final class LocationDaemon: Service, Sendable {
                 "not-owner",
                 "the app \(id) belongs to \(Self.userName(app.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
         }
-        // The default app's policy comes from the daemon's configuration at each start; an app's own is kept.
-        app.apply(policy, save: id != ControlRequest.defaultApp)
         if attach {
             if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
             app.attach(connection)
         } else {
             app.detach(connection)
         }
+        // After the attach, which restores the background location mode the app had before it went: what
+        // this open asks for wins over that (an app that comes back suspended asks for it on).
+        // The default app's policy comes from the daemon's configuration at each start; an app's own is kept.
+        app.apply(policy, save: id != ControlRequest.defaultApp)
         return .opened(app: id, created: created, state: app.application.applicationState, policy: app.manager.accuracyPolicy)
     }
 
@@ -269,16 +251,7 @@ final class LocationDaemon: Service, Sendable {
             logger.warning("dropping the app \(app.id), gone since \(RFC3339.string(from: app.abandonedSince ?? date)), with the \(app.manager.heldCount + app.outbox.count) fixes it held (apps.keepAbandoned)")
             app.manager.shutdown()
             app.outbox.close()
-            if let journal = app.manager.journalPath {
-                unlink(journal)
-                unlink(LifecycleStateFile(journalPath: journal).path)
-                unlink(journal + ".lock")
-                unlink(journal + ".outbox")
-                unlink(journal + ".outbox.lock")
-                unlink(journal + ".policy")
-                unlink(journal + ".attached")
-                if let marker = app.goneMarker { unlink(marker) }
-            }
+            app.files?.removeAll()
         }
     }
 
@@ -373,7 +346,13 @@ final class LocationDaemon: Service, Sendable {
             guard app.admits(connection.peerUID) else {
                 return .failure("not-owner", "the app \(app.id) belongs to \(Self.userName(app.owner))")
             }
-            if request == .watch { app.watch(from: connection) }
+            if request == .watch {
+                // The app itself watching takes back what was held while it was gone, whatever state it comes
+                // back in: flushed before this connection watches, so that this watch's reply carries it (and
+                // watchers already there get it too, but none of them can take it from the app).
+                if app.isAttached(by: connection) { await app.takeBackHeld() }
+                app.watch(from: connection)
+            }
             return await handle(request, for: app)
         }
     }

@@ -1,0 +1,77 @@
+import Foundation
+import LocationControl
+import LocationCore
+import LocationService
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The files of one app's session, all beside its journal: the one place their names are made.
+struct AppFiles: Sendable, Hashable {
+    /// The app's journal of held fixes, `apps/UID/APP.journal`.
+    let journal: String
+
+    /// The lifecycle state record (``LifecycleStateFile``).
+    var state: String { LifecycleStateFile(journalPath: journal).path }
+    /// The journal's lock, held while a daemon has it open.
+    var journalLock: String { journal + ".lock" }
+    /// The flushed batch no consumer has acknowledged (``HeldOutbox``), and its lock.
+    var outbox: String { journal + ".outbox" }
+    var outboxLock: String { outbox + ".lock" }
+    /// The app's own policy as its opens set it, as an `open` request line.
+    var policy: String { journal + ".policy" }
+    /// There while the app itself is connected: a restart after a crash knows it was.
+    var attached: String { journal + ".attached" }
+    /// Since when the app has been gone, while its session holds for it.
+    var gone: String { journal + ".gone" }
+
+    /// Every file, the journal first.
+    var all: [String] { [journal, state, journalLock, outbox, outboxLock, policy, attached, gone] }
+
+    /// Removes every file of the app (an app dropped after `apps.keepAbandoned`).
+    func removeAll() {
+        for path in all { unlink(path) }
+    }
+}
+
+/// Where locationd keeps its apps: `apps/UID/APP.*` beside the daemon's own journal, owner-only. It makes
+/// each app's file names, creates the directories, and lists the apps a restart brings back.
+struct AppDirectory: Sendable {
+    /// `apps`, beside the daemon's journal.
+    let path: String
+
+    /// The directory for apps beside `daemonJournal`.
+    init(daemonJournal: String) {
+        path = FilePathText.parent(of: daemonJournal) + "/apps"
+    }
+
+    /// The files of `app` of the user `owner`.
+    func files(app: String, owner: UInt32) -> AppFiles {
+        AppFiles(journal: "\(path)/\(owner)/\(app).journal")
+    }
+
+    /// Creates `apps` and `apps/UID` (mode 0700: one user's fixes are nobody else's business) when missing.
+    func createDirectories(for owner: UInt32, app: String) throws(LocationError) {
+        for directory in [path, "\(path)/\(owner)"] where mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw LocationError(.journalIO, "cannot create \(directory) for the app \(app)'s journal: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The apps with a journal here, by owner then id, as a restart finds them; names that are not a
+    /// user id or not a valid app id (the shared app `default` included) are skipped.
+    func journaledApps() -> [(owner: UInt32, app: String)] {
+        let owners = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        var found: [(owner: UInt32, app: String)] = []
+        for ownerName in owners.sorted() {
+            guard let owner = UInt32(ownerName) else { continue }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: "\(path)/\(ownerName)")) ?? []
+            for name in names.sorted() where name.hasSuffix(".journal") {
+                let app = String(name.dropLast(".journal".count))
+                guard (try? ControlRequest.checkApp(app)) != nil, app != ControlRequest.defaultApp else { continue }
+                found.append((owner, app))
+            }
+        }
+        return found
+    }
+}
