@@ -13,9 +13,10 @@ let package = Package(
         .executable(name: "locationctl", targets: ["locationctl"]),
         .executable(name: "locationd", targets: ["locationd"]),
         .library(name: "LocationControl", targets: ["LocationControl"]),
-        // Internal: only for this repository's Benchmarks/ and Fuzz/ packages, which cannot see `package`
-        // symbols across the package boundary. Not part of the library's API; apps never import it.
-        .library(name: "LocationDevSupport", targets: ["LocationDevSupport", "GPSDTestSupport"]),
+        // Unstable, hence the underscore: only for this repository's Benchmarks/ and Fuzz/ packages, which
+        // cannot see `package` symbols across the package boundary. Not part of the library's API; it
+        // changes without notice, and apps never import it.
+        .library(name: "_LocationDevSupport", targets: ["LocationDevSupport", "GPSDTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -84,7 +85,7 @@ let package = Package(
             ]
         ),
         // The fuzz harnesses of every parser and the probes the benchmarks measure (internal; see the
-        // LocationDevSupport product). The fuzz targets and benchmarks themselves are in Fuzz/ and Benchmarks/.
+        // _LocationDevSupport product). The fuzz targets and benchmarks themselves are in Fuzz/ and Benchmarks/.
         .target(
             name: "LocationDevSupport",
             dependencies: [

@@ -24,7 +24,7 @@ let package = Package(
                 .product(name: "LocationControl", package: "swift-location"),
                 // Internal to this repository: the held batch and journal probes, the libxml2 floor, and
                 // the gpsd/gpsfake process helpers the tests use too.
-                .product(name: "LocationDevSupport", package: "swift-location"),
+                .product(name: "_LocationDevSupport", package: "swift-location"),
             ]
         ),
         .executableTarget(

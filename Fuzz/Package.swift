@@ -24,14 +24,14 @@ let package = Package(
             dependencies: [
                 "CLibFuzzer",
                 .product(name: "LocationGPX", package: "swift-location"),
-                .product(name: "LocationDevSupport", package: "swift-location"),
+                .product(name: "_LocationDevSupport", package: "swift-location"),
             ]
         ),
         .executableTarget(
             name: "parser-fuzz",
             dependencies: [
                 "CLibFuzzer",
-                .product(name: "LocationDevSupport", package: "swift-location"),
+                .product(name: "_LocationDevSupport", package: "swift-location"),
             ]
         ),
     ],

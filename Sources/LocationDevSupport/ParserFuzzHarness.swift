@@ -77,9 +77,9 @@ public enum ParserFuzzHarness {
             }
         case .stateFile:
             let journal = scratch + "/held.journal"
-            if !FileManager.default.fileExists(atPath: journal) { FileManager.default.createFile(atPath: journal, contents: Data()) }
+            if !FileManager.default.fileExists(atPath: journal) { _ = FileManager.default.createFile(atPath: journal, contents: Data()) }
             let file = LifecycleStateFile(journalPath: journal)
-            FileManager.default.createFile(atPath: file.path, contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: file.path, contents: Data(bytes))
             if case .restored(let state) = file.load(), state == .notRunning { throw violated("restored notRunning") }
         case .yamlConfiguration:
             do {

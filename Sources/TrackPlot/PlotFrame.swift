@@ -1,4 +1,5 @@
 import Foundation
+import LocationCore
 
 /// Where a track goes on the picture: a local equirectangular projection around the track's centre (metres
 /// east and north), scaled equally on both axes to fit the plot area.
@@ -16,7 +17,7 @@ package struct PlotFrame: Sendable, Hashable {
     private let centreLatitude: Double, centreLongitude: Double, metresPerDegreeEast: Double
     private let centreX: Double, centreY: Double
 
-    private static let metresPerDegree = 6_371_008.8 * Double.pi / 180
+    private static let metresPerDegree = Location.meanEarthRadius * Double.pi / 180
     /// The smallest extent drawn, in metres, so that one point or a still receiver gets a sensible scale.
     package static let minimumExtent = 20.0
 

@@ -20,7 +20,7 @@ enum LocationdApp {
             case .lifecycle(let message):
                 line = #"{"event":"lifecycle","name":"\#(message)"}"#
             case .error(let error):
-                line = #"{"event":"error","code":"\#(error.code.rawValue)"}"#
+                line = #"{"event":"error","code":"\#(error.code.rawValue)","message":\#(String(reflecting: error.message))}"#
             default:
                 return
             }
@@ -28,18 +28,22 @@ enum LocationdApp {
         }
     }
 
-    static func run(socket: String, app: String, reducedInterval: Double) -> Never {
+    static func run(socket: String, app: String, journal: String, reducedInterval: Double, startSuspended: Bool) -> Never {
         let application = Application()
         let printer = Printer()
         let manager: LocationManager
         do {
             let source = try DaemonLocationSource(
-                app: app, application: application, socket: socket, policy: AppPolicy(reducedInterval: reducedInterval))
+                app: app, socket: socket, policy: AppPolicy(reducedInterval: reducedInterval))
             var configuration = LocationManagerConfiguration()
             configuration.reduced.interval = .milliseconds(Int(reducedInterval * 1000))
+            // What the app holds while suspended survives its kill -9.
+            configuration.journalPath = journal
             manager = try LocationManager(source: source, application: application, configuration: configuration)
             manager.delegate = printer
             try application.finishLaunching()
+            // Launched in the background (as a location event relaunches an app): it holds from the start.
+            if startSuspended { try application.transition(to: .suspended) }
             manager.startUpdatingLocation()
         } catch {
             FileHandle.standardError.write(Data("location-test-child: \(error)\n".utf8))
@@ -48,6 +52,14 @@ enum LocationdApp {
         FileHandle.standardOutput.write(Data("ready\n".utf8))
         while let command = readLine() {
             if command == "quit" { break }
+            if command == "held" {
+                FileHandle.standardOutput.write(Data(#"{"event":"held","count":\#(manager.heldCount)}"#.utf8 + Data("\n".utf8)))
+                continue
+            }
+            if command == "active", application.applicationState != .active {
+                // How many fixes the app holds as it asks for the foreground: the batch that follows has them.
+                FileHandle.standardOutput.write(Data(#"{"event":"held","count":\#(manager.heldCount)}"#.utf8 + Data("\n".utf8)))
+            }
             guard let state = ApplicationState(rawValue: command) else { continue }
             do { try application.transition(to: state) } catch {
                 FileHandle.standardError.write(Data("location-test-child: \(error)\n".utf8))

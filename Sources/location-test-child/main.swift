@@ -9,12 +9,13 @@
 //                                                  appends the locations to the journal one by one, prints
 //                                                  "appended N" and waits to be killed (LocationJournalTests:
 //                                                  a process that dies with its journal open)
-//   location-test-child --locationd-app SOCKET APP [--reduced-interval SEC]
+//   location-test-child --locationd-app SOCKET APP JOURNAL [--reduced-interval SEC] [--start-suspended]
 //                                                  an app whose LocationManager runs through locationd
-//                                                  (DaemonLocationSource): prints each delegate event as a
-//                                                  JSON line, takes a lifecycle state per line on stdin
-//                                                  ("quit" ends it), and prints "ready" once updating; the
-//                                                  multi-app tests kill it with kill -9 while suspended
+//                                                  (DaemonLocationSource), holding into JOURNAL: prints each
+//                                                  delegate event as a JSON line, takes a lifecycle state per
+//                                                  line on stdin ("held" prints the held count, "quit" ends
+//                                                  it), and prints "ready" once updating; the multi-app tests
+//                                                  kill it with kill -9 while suspended
 // Not installed and not a product.
 import Foundation
 import LocationCore
@@ -54,10 +55,16 @@ case "--append-journal-and-wait":
         while true { pause() }
     }
 case "--locationd-app":
-    guard arguments.count == 3 || (arguments.count == 5 && arguments[3] == "--reduced-interval"), let interval = arguments.count == 5 ? Double(arguments[4]) : 60 else {
-        fail("usage: location-test-child --locationd-app SOCKET APP [--reduced-interval SEC]")
+    var options = Array(arguments.dropFirst(4))
+    let startSuspended = options.last == "--start-suspended"
+    if startSuspended { options.removeLast() }
+    guard arguments.count >= 4, options.isEmpty || (options.count == 2 && options[0] == "--reduced-interval"),
+        let interval = options.isEmpty ? 60 : Double(options[1])
+    else {
+        fail("usage: location-test-child --locationd-app SOCKET APP JOURNAL [--reduced-interval SEC] [--start-suspended]")
     }
-    LocationdApp.run(socket: arguments[1], app: arguments[2], reducedInterval: interval)
+    LocationdApp.run(
+        socket: arguments[1], app: arguments[2], journal: arguments[3], reducedInterval: interval, startSuspended: startSuspended)
 default:
-    fail("usage: location-test-child --read FILE | --read-into-memory FILE | --append-journal-and-wait JOURNAL LOCATIONS.json | --locationd-app SOCKET APP")
+    fail("usage: location-test-child --read FILE | --read-into-memory FILE | --append-journal-and-wait JOURNAL LOCATIONS.json | --locationd-app SOCKET APP JOURNAL")
 }

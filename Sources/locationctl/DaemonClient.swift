@@ -36,7 +36,7 @@ enum DaemonClient {
     /// else run as the daemon's user.
     static func permissionAdvice(_ socket: String) -> String {
         // A group's socket sits in a directory the group may enter (0750), which is as far as an outsider sees.
-        let directory = socket.lastIndex(of: "/").map { $0 == socket.startIndex ? "/" : String(socket[..<$0]) } ?? "."
+        let directory = FilePathText.parent(of: socket)
         var info = stat()
         let shared = (stat(socket, &info) == 0 && info.st_mode & 0o060 == 0o060)
             || (stat(directory, &info) == 0 && info.st_mode & 0o050 == 0o050 && info.st_mode & 0o005 == 0)

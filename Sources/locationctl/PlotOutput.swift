@@ -1,4 +1,5 @@
 import Foundation
+import LocationCore
 import LocationService
 
 #if canImport(Glibc)
@@ -54,7 +55,7 @@ final class PlotOutput {
             target = String(cString: resolved)
             free(resolved)
         }
-        let directory = target.contains("/") ? String(target[..<target.lastIndex(of: "/")!]) : "."
+        let directory = FilePathText.parent(of: target)
         let base = target.split(separator: "/").last.map(String.init) ?? "plot"
         let folder = directory.isEmpty ? "/" : directory
         // A nameless file (O_TMPFILE) leaves nothing behind if the process is killed while drawing; it gets a

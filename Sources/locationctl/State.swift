@@ -37,8 +37,9 @@ struct State: AsyncParsableCommand {
             let (_, sockets) = try await daemon.resolve()
             let (response, path) = try await DaemonClient.request(
                 .state(set: target?.rawValue), sockets: sockets, app: daemon.app,
-                // An app named here is created if new (an empty policy changes nothing).
-                policy: try appPolicy.policy() ?? (daemon.app != nil ? AppPolicy() : nil))
+                // An app named here is created if new when a state or a policy is set (an empty policy changes
+                // nothing); reading one never creates it.
+                policy: try appPolicy.policy() ?? (daemon.app != nil && target != nil ? AppPolicy() : nil))
             // A reply without these members is malformed, not "unknown": an error, never exit 0.
             let state: ApplicationState, background: Bool, policy: AccuracyPolicy
             do throws(ControlError) {

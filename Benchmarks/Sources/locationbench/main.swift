@@ -240,6 +240,18 @@ figures += await section(5, "held batch", unit: "B", higherIsBetter: false) {
             higherIsBetter: false, goals: [.atMost(50)]),
     ]
 }
+figures += await section(5, "held batch through locationd", unit: "ms", higherIsBetter: false) {
+    let fixes = quick ? 10_000 : 100_000
+    guard let handOver = try await DaemonHandOverBenchmark.run(runs: quick ? 1 : max(runs, 5), fixes: fixes) else {
+        return [Figure(item: 5, name: "held batch through locationd", ours: nil, unit: "ms", higherIsBetter: false, note: "locationd not built")]
+    }
+    return [
+        Figure(
+            item: 5,
+            name: "a \(handOver.fixes)-fix batch locationd held for a gone app: the app's manager started → its delegate has the batch (DaemonLocationSource)",
+            ours: handOver.seconds * 1000, unit: "ms", higherIsBetter: false, goals: quick ? [] : [.atMost(200)]),
+    ]
+}
 
 // 6. One position from a running service.
 progress("6. locationctl current vs gpspipe -w -n 5")
