@@ -352,7 +352,7 @@ struct BrokenServerTests {
                     tally.errors.append(error)
                 case .status(let status):
                     if status == .unavailable { tally.unavailable = true }
-                case .satellitesInView:
+                case .satellitesInView, .held:
                     break
                 }
             }

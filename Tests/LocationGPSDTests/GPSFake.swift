@@ -43,7 +43,7 @@ final class GPSFake: Sendable {
     func waitUntilAccepting(timeout: Duration = .seconds(20)) async throws {
         try await fake.waitUntilAccepting(timeout: timeout)
         let fake = self.fake
-        await Task.detached { fake.waitUntilDeviceListed() }.value
+        _ = await Task.detached { fake.waitUntilDeviceListed() }.value
     }
 
     /// Sends a signal to gpsd alone.

@@ -325,7 +325,7 @@ import Testing
     /// Writes the document of `huge` with a 50 MB value to `directory`.
     static func writeHuge(_ huge: Huge, in directory: String) throws -> String {
         let path = "\(directory)/\(huge).gpx"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? file.close() }
         let (head, filler, tail) = huge.parts

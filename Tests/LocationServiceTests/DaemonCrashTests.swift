@@ -142,7 +142,8 @@ struct DaemonCrashTests {
             others.isEmpty, "\(others.count) of \(reads) reads found another record: \(Set(others).sorted())")
     }
 
-    @Test("with batch.capacity 100 the journal stays within twice that while suspended, however long", .timeLimit(.minutes(2)))
+    @Test(
+        "with batch.capacity 100 the journal stays within twice that while suspended, however long", .timeLimit(.minutes(2)))
     func journalStaysBoundedWhileSuspended() throws {
         let directory = TemporaryDirectory()
         let journal = directory.file("held.journal")

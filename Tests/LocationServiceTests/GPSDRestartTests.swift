@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationControl
 import LocationCore
 import LocationTesting

@@ -29,6 +29,59 @@ struct LifecycleStateFileTests {
         _ = directory
     }
 
+    @Test("a journal rewritten and renamed over the old one leaves a record that applies at every step, and a later rewrite staged before the first's rewrite of the record stays accepted")
+    func aRewrittenJournalKeepsTheRecordValidAcrossTheRename() throws {
+        let (directory, journal) = try Self.journal()
+        let file = LifecycleStateFile(journalPath: journal)
+        try file.save(.suspended)
+        var failures: [LocationError] = []
+        func rewrite() throws {
+            let staged = journal + ".tmp"
+            #expect(FileManager.default.createFile(atPath: staged, contents: Data("LOCJRNL1".utf8)))
+            file.journalWillBeReplaced(by: staged) { failures.append($0) }
+            #expect(file.load() == .restored(.suspended), "before the rename")
+            #expect(rename(staged, journal) == 0)
+            #expect(file.load() == .restored(.suspended), "after the rename, before the record is written again")
+        }
+        try rewrite()
+        file.journalReplaced(.suspended) { failures.append($0) }
+        #expect(file.load() == .restored(.suspended))
+        #expect(try !String(contentsOfFile: file.path, encoding: .utf8).contains("nextJournalInode"), "the new file alone")
+
+        // A second rewrite staged and renamed before the first's record rewrite runs (it runs later, on the
+        // manager's delivery queue): that rewrite must not drop the second file.
+        try rewrite()
+        let second = try String(contentsOfFile: file.path, encoding: .utf8)
+        #expect(second.contains("nextJournalInode"))
+        file.journalReplaced(.suspended) { failures.append($0) }
+        #expect(file.load() == .restored(.suspended))
+
+        // Any other file put there is still a replaced journal.
+        let other = directory.file("other")
+        #expect(FileManager.default.createFile(atPath: other, contents: Data("LOCJRNL1".utf8)))
+        #expect(rename(other, journal) == 0)
+        if case .ignored(let reason) = file.load() {
+            #expect(reason.contains("the journal was replaced"))
+        } else {
+            Issue.record("a journal nobody staged was accepted")
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test("a link planted at the record's temporary name is removed, not followed: the file it points to is untouched")
+    func aLinkAtTheTemporaryNameIsNotFollowed() throws {
+        let (directory, journal) = try Self.journal()
+        let file = LifecycleStateFile(journalPath: journal)
+        let victim = directory.file("victim")
+        try "precious\n".write(toFile: victim, atomically: true, encoding: .utf8)
+        #expect(symlink(victim, file.path + ".tmp") == 0)
+        try file.save(.suspended)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+        #expect(file.load() == .restored(.suspended))
+        var info = stat()
+        #expect(lstat(file.path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG, "the record is a file of its own")
+    }
+
     @Test("a relative journal path names the same record as the absolute one")
     func relativePath() throws {
         let (directory, journal) = try Self.journal()

@@ -103,7 +103,7 @@ struct MultiAppDaemonTests {
         let back = try AppConnection(
             socket: daemon.socket, app: "back", extra: #","reducedInterval":10,"backgroundLocation":true"#)
         try back.setState("background")
-        #expect(try eventually { front.times.count >= 40 && back.times.count >= 3 })
+        #expect(eventually { front.times.count >= 40 && back.times.count >= 3 })
 
         // The replay runs at 10 fixes a second: the active app gets every one, the background app one in ten.
         let frontTimes = front.times
@@ -120,12 +120,12 @@ struct MultiAppDaemonTests {
         let backBefore = back.times.count
         try front.setState("suspended")
         let frontAtSuspend = front.times.count
-        #expect(try eventually { back.times.count >= backBefore + 2 }, "the background app still gets its fixes")
+        #expect(eventually { back.times.count >= backBefore + 2 }, "the background app still gets its fixes")
         #expect(front.times.count == frontAtSuspend, "nothing live reaches a suspended app")
         let held = try daemon.appStatus("front").held
         #expect(held > 0)
         try front.setState("active")
-        #expect(try eventually { front.batches.count == 1 })
+        #expect(eventually { front.batches.count == 1 })
         #expect(back.batches.isEmpty, "the batch went to its app alone")
         #expect(front.batches.first?["count"] as? Int ?? 0 >= held)
         let defaultStatus = try daemon.status()
@@ -144,7 +144,7 @@ struct MultiAppDaemonTests {
             if state != "active" { try connection.setState(state) }
             apps.append((connection, state))
         }
-        #expect(try eventually { apps.filter { $0.state == "active" }.allSatisfy { $0.connection.times.count >= 30 } })
+        #expect(eventually { apps.filter { $0.state == "active" }.allSatisfy { $0.connection.times.count >= 30 } })
         let listed = try daemon.ctl(["status", "--all", "--format", "json"])
         #expect(listed.status == 0, "\(listed.stderr)")
         let statuses = try JSONDecoder().decode([DaemonStatus].self, from: Data(listed.stdout.utf8))
@@ -165,7 +165,7 @@ struct MultiAppDaemonTests {
         // Bring one suspended app back: it alone gets a batch.
         let returning = apps[8].connection
         try returning.setState("active")
-        #expect(try eventually { returning.batches.count == 1 })
+        #expect(eventually { returning.batches.count == 1 })
         for (connection, _) in apps where connection !== returning {
             #expect(connection.batches.isEmpty, "\(connection.app) got no batch")
         }
@@ -182,17 +182,20 @@ struct MultiAppDaemonTests {
         var daemon = try RunningDaemon(directory: directory, extra: extra, environment: Self.quickAcquisitions)
         let bystander = try AppConnection(socket: daemon.socket, app: "bystander")
 
-        // The app runs its manager through locationd, goes to the background and is killed there.
+        // The app runs its manager through locationd, goes to the background and is killed there: what it
+        // held until then is in its own journal, what came after the daemon holds for it.
         let first = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
         first.send("active")
         #expect(eventually { first.locations(kind: "live").count >= 3 })
         first.send("suspended")
         #expect(eventually { first.output.contains(#""state":"suspended""#) })
         let liveBefore = first.locations(kind: "live")
-        #expect(try eventually { try daemon.appStatus("tracker").held >= 3 })
+        #expect(eventually { first.held() >= 3 }, "the app's manager holds while suspended")
+        #expect(try daemon.appStatus("tracker").held == 0, "the daemon holds nothing while the app is there")
+        let heldByApp = first.held()
         first.kill9()
         #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the daemon saw the app go")
-        #expect(try eventually { try daemon.appStatus("tracker").held >= 5 }, "and goes on holding for it")
+        #expect(try eventually { try daemon.appStatus("tracker").held >= 3 }, "and goes on holding for it")
         let heldBeforeCrash = try daemon.appStatus("tracker").held
         daemon.kill9()
 
@@ -208,14 +211,68 @@ struct MultiAppDaemonTests {
 
         let second = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
         second.send("active")
-        #expect(eventually { !second.locations(kind: "held-restored").isEmpty || !second.locations(kind: "held-foreground").isEmpty })
+        // Its own journal's fixes and the daemon's hand-over: one batch or two, oldest first either way.
+        let expected = heldByApp + heldBeforeCrash
+        #expect(eventually { second.locations(kind: "held-restored").count + second.locations(kind: "held-foreground").count >= expected })
         let batch = second.locations(kind: "held-restored") + second.locations(kind: "held-foreground")
-        #expect(batch.count >= heldBeforeCrash, "\(batch.count) delivered, \(heldBeforeCrash) held at the crash")
+        #expect(
+            batch.count >= expected,
+            "\(batch.count) delivered; the app held \(heldByApp) when killed, the daemon \(heldBeforeCrash) at its crash")
         #expect(zip(batch, batch.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice: \(batch)")
         #expect(Set(batch).isDisjoint(with: liveBefore), "none of them had reached the app before")
         #expect(eventually { second.locations(kind: "live").count >= 2 }, "then live fixes")
         second.send("quit")
         #expect(other.batches.isEmpty && bystander.batches.isEmpty, "the batch went to that app alone")
+        #expect(try daemon.appStatus("tracker").held == 0)
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test(
+        "an app that comes back in the background takes what locationd held while it was gone into its own batch, even while another client watches the app and acknowledges",
+        .timeLimit(.minutes(2)))
+    func swiftClientTakesTheHeldFixesBackInTheBackground() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try RunningDaemon(directory: directory, extra: ["--reduced-interval", "1"], environment: Self.quickAcquisitions)
+        let first = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory)
+        first.send("active")
+        #expect(eventually { first.locations(kind: "live").count >= 2 })
+        first.kill9()
+        #expect(try eventually { try daemon.appStatus("tracker").held >= 3 }, "locationd holds for the gone app")
+        let heldBefore = try daemon.appStatus("tracker").held
+        // Someone watches the app meanwhile, and acknowledges what it writes: it must not take the batch from the app.
+        let (watch, _, _) = try Tool.start(
+            "locationctl", ["watch", "--socket", daemon.socket, "--app", "tracker", "--format", "json"], in: directory)
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) } }
+        #expect(try eventually { try daemon.appStatus("tracker").watchers >= 1 }, "the watch is on")
+
+        let second = try LocationdAppProcess(socket: daemon.socket, app: "tracker", in: directory, startSuspended: true)
+        #expect(try eventually { try daemon.appStatus("tracker").held == 0 }, "handed over when the app attached")
+        let handedOver = heldBefore
+        #expect(eventually { second.held() >= handedOver }, "the suspended app holds them with its own: \(second.output)")
+        #expect(second.locations(kind: "held-restored").isEmpty && second.locations(kind: "held-foreground").isEmpty)
+        second.send("active")
+        #expect(eventually { second.locations(kind: "held-foreground").count >= handedOver })
+        #expect(try eventually { try daemon.appStatus("tracker").unacknowledged == 0 }, "acknowledged")
+        second.send("quit")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test("an app that comes back asking for the background location mode gets it, though it went without it")
+    func aReturningAppsOpenWinsOverTheModeItHadBeforeItWent() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        var first: AppConnection? = try AppConnection(socket: daemon.socket, app: "tracker", extra: #","attach":true"#)
+        try first?.setState("active")
+        #expect(try daemon.appStatus("tracker").backgroundLocation == false)
+        first = nil
+        #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the daemon saw the app go")
+
+        let second = try AppConnection(
+            socket: daemon.socket, app: "tracker", extra: #","attach":true,"reducedInterval":1,"backgroundLocation":true"#)
+        #expect(try daemon.appStatus("tracker").backgroundLocation == true, "the mode this open asked for")
+        try second.setState("background")
+        let status = try daemon.appStatus("tracker")
+        #expect(status.state == .background, "running in the background, not suspended: \(status.state)")
+        #expect(eventually { second.times.count >= 2 }, "and delivered to, not held for")
         #expect(try daemon.appStatus("tracker").held == 0)
         #expect(daemon.stop() == 0)
     }
@@ -233,8 +290,7 @@ struct MultiAppDaemonTests {
             try GPXReplaySource(path: daemon.directory.file("walk.gpx"), options: GPXReplaySource.Options(pacing: .speedFactor(10)))
         }
         let throughDaemon = try await Self.lifecycleSequence(reduced: reduced) { application in
-            try DaemonLocationSource(
-                app: "client", application: application, socket: daemon.socket, policy: AppPolicy(reducedInterval: 2))
+            try DaemonLocationSource(app: "client", socket: daemon.socket, policy: AppPolicy(reducedInterval: 2))
         }
         let expected = [
             "didFinishLaunching", "didBecomeActive", "live", "willResignActive", "didEnterBackground", "didSuspend",
@@ -262,7 +318,7 @@ struct MultiAppDaemonTests {
         let directory = TemporaryDirectory()
         var daemon = try RunningDaemon(directory: directory)
         let application = Application()
-        let source = try DaemonLocationSource(app: "client", application: application, socket: daemon.socket)
+        let source = try DaemonLocationSource(app: "client", socket: daemon.socket)
         let manager = try LocationManager(source: source, application: application)
         let counter = Counter()
         manager.delegate = counter
@@ -279,13 +335,6 @@ struct MultiAppDaemonTests {
         manager.stopUpdatingLocation()
         await manager.waitForPendingDeliveries()
         #expect(daemon.stop() == 0)
-    }
-
-    /// How many fixes locationd holds for `app`.
-    static func held(app: String, socket: String) throws -> Int {
-        let client = try ControlClient(path: socket)
-        _ = try client.request(.open(app: app))
-        return try client.request(.status).decode(DaemonStatus.self, forKey: "status").held
     }
 
     /// Runs an app through active → suspended → active on `source` and returns what its delegate saw: each
@@ -323,12 +372,8 @@ struct MultiAppDaemonTests {
         // A run of several live fixes before the app leaves the foreground.
         #expect(await eventuallyAsync(20) { recorder.liveFixes >= 3 }, "\(recorder.liveFixes) live fixes")
         try application.transition(to: .suspended)
-        // Until several background acquisitions are held (by the manager, or by locationd for it).
-        if let client = source as? DaemonLocationSource {
-            #expect(await eventuallyAsync(20) { (try? Self.held(app: client.app, socket: client.socketPath)) ?? 0 >= 2 })
-        } else {
-            #expect(await eventuallyAsync(20) { manager.heldCount >= 2 })
-        }
+        // Until several background acquisitions are held (by the manager, whichever its source).
+        #expect(await eventuallyAsync(20) { manager.heldCount >= 2 })
         try application.transition(to: .active)
         #expect(await eventuallyAsync(20) { recorder.liveRuns >= 2 })
         manager.stopUpdatingLocation()
@@ -384,6 +429,88 @@ struct MultiAppDaemonTests {
         #expect(daemon.stop() == 0)
     }
 
+    @Test("the background location mode set while the app is gone goes on holding for it, and is the mode it gets back when it returns")
+    func aModeSetWhileTheAppIsGoneTakesEffectWhenItReturns() throws {
+        let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
+        var first: AppConnection? = try AppConnection(socket: daemon.socket, app: "tracker", extra: #","attach":true,"reducedInterval":1"#)
+        try first?.setState("active")
+        first = nil
+        #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the daemon saw the app go")
+        let reply = try daemon.request(#"{"command":"open","app":"tracker","backgroundLocation":true}"#)
+        #expect(reply["ok"] as? Bool == true, "\(reply)")
+        let heldThen = try daemon.appStatus("tracker").held
+        #expect(try eventually { try daemon.appStatus("tracker").held >= heldThen + 3 }, "still held for the gone app, not sent to nobody")
+
+        let back = try AppConnection(socket: daemon.socket, app: "tracker", extra: #","attach":true"#)
+        #expect(try daemon.appStatus("tracker").backgroundLocation == true, "the mode set while it was gone")
+        withExtendedLifetime(back) {}
+        #expect(daemon.stop() == 0)
+    }
+
+    /// libfaketime's library, from Debian's faketime package, if installed.
+    static var faketimeLibrary: String? {
+        let candidates = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib"]
+            .map { $0 + "/faketime/libfaketime.so.1" }
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    @Test(
+        "an 8-day step of locationd's wall clock (libfaketime) drops no gone app: it is kept apps.keepAbandoned seconds of the monotonic clock, with every fix it held",
+        .timeLimit(.minutes(1)), .sanitizerExclusion("LocationServiceTests.MultiAppDaemonTests/aWallClockStepDropsNoGoneApp()"))
+    func aWallClockStepDropsNoGoneApp() throws {
+        let library = try #require(Self.faketimeLibrary, "libfaketime (Debian's faketime package; scripts/install-deps installs it)")
+        let keep = 6.0
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: true)
+        // The daemon's wall clock is the real one plus the offset in this file, read again at every call;
+        // the monotonic clock is left alone, as a clock step leaves it.
+        let offset = directory.file("faketime")
+        try "+0\n".write(toFile: offset, atomically: true, encoding: .utf8)
+        let environment = Self.quickAcquisitions.merging([
+            "LOCATIOND_APPS_KEEP_ABANDONED": "\(Int(keep))", "LD_PRELOAD": library, "FAKETIME_TIMESTAMP_FILE": offset,
+            "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        ]) { $1 }
+        let daemon = try RunningDaemon(
+            directory: directory, extra: ["--journal", directory.file("state/journal")], environment: environment)
+        var app: AppConnection? = try AppConnection(socket: daemon.socket, app: "tracker", extra: #","attach":true"#)
+        try app?.setState("suspended")
+        #expect(try eventually { try daemon.appStatus("tracker").held >= 3 }, "it holds while suspended")
+        app = nil
+        #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the daemon saw the app go")
+        let wentAt = ContinuousClock.now
+        let heldWhenGone = try daemon.appStatus("tracker").held
+
+        // The step. An app that goes after it is gone since a time 8 days on: the daemon's clock moved.
+        try "+8d\n".write(toFile: offset, atomically: true, encoding: .utf8)
+        var witness: AppConnection? = try AppConnection(socket: daemon.socket, app: "witness", extra: #","attach":true"#)
+        withExtendedLifetime(witness) {}
+        witness = nil
+        var witnessGone: Date?
+        #expect(try eventually {
+            witnessGone = try daemon.listedStatus("witness")?.abandonedSince.flatMap { RFC3339.parse($0)?.date }
+            return witnessGone != nil
+        })
+        let stepped = try #require(witnessGone)
+        #expect(stepped > Date().addingTimeInterval(7 * 86_400), "the daemon's wall clock is 8 days ahead: \(stepped)")
+
+        // Kept, and holding at least what it held, until apps.keepAbandoned has passed on the monotonic clock
+        // (a sweep reading the wall clock drops it at once: it runs every keep / 2 seconds).
+        var held: [Int] = []
+        var droppedAfter: Duration?
+        #expect(try eventually(30) {
+            if let status = try daemon.listedStatus("tracker") {
+                held.append(status.held)
+                return false
+            }
+            droppedAfter = ContinuousClock.now - wentAt
+            return true
+        }, "dropped once apps.keepAbandoned has passed")
+        let after = try #require(droppedAfter)
+        #expect(after >= .seconds(keep - 1), "dropped \(after) after it went, before apps.keepAbandoned (\(keep) s)")
+        #expect(held.allSatisfy { $0 >= heldWhenGone }, "nothing it held was dropped meanwhile: \(heldWhenGone) then \(held.suffix(5))")
+        #expect(daemon.stop() == 0)
+    }
+
     @Test("the app default cannot be attached; an app attached and then left for another is still held for when the connection drops")
     func attachRules() throws {
         let daemon = try RunningDaemon(environment: Self.quickAcquisitions)
@@ -421,7 +548,7 @@ struct MultiAppDaemonTests {
         #expect(try eventually { try daemon.appStatus("tracker").abandonedSince != nil }, "the last one closed: gone")
     }
 
-    @Test("two clients opening one new app at once share its one session; after a refused open nothing falls back to default")
+    @Test("two clients opening one new app at once share its one session; after a refused open nothing falls back to default; reading an app that does not exist creates none")
     func openRaceAndRefusal() throws {
         let daemon = try RunningDaemon()
         for round in 0..<5 {
@@ -439,15 +566,20 @@ struct MultiAppDaemonTests {
         let client = try ControlClient(path: daemon.socket)
         let absent = #expect(throws: ControlError.self) { try client.request(.open(app: "absent", create: false)) }
         #expect(absent?.code == "no-such-app", "\(String(describing: absent))")
-        #expect(absent?.message == "locationd has no app absent; create it with locationctl state --app absent")
+        #expect(absent?.message == "locationd has no app absent; create it with locationctl state --app absent active (or another state)")
         let noApp = #expect(throws: ControlError.self) { try client.request(.state(set: "background")) }
         #expect(noApp?.code == "no-app", "\(String(describing: noApp))")
         #expect(noApp?.message == "this connection's last open failed, so it acts on no app: open one first")
         #expect(try daemon.status().state == .active, "the request after the refused open did not reach default")
         let status = try daemon.ctl(["status", "--app", "nothere"])
         #expect(status.status == 69 && status.stderr.contains("no app nothere"), "\(status.stderr)")
+        // Reading an app's state neither: a typo must not leave an active app keeping the receiver running.
+        let read = try daemon.ctl(["state", "--app", "typo"])
+        #expect(read.status == 69 && read.stderr.contains("no app typo"), "\(read.stderr)")
         let listed = try daemon.ctl(["status", "--all", "--format", "json"])
-        #expect(!listed.stdout.contains("nothere"), "reading does not create an app")
+        #expect(!listed.stdout.contains("nothere") && !listed.stdout.contains("typo"), "reading does not create an app")
+        let created = try daemon.ctl(["state", "--app", "typo", "background"])
+        #expect(created.status == 0, "setting a state creates it: \(created.stderr)")
     }
 
     @Test("an app whose state file is damaged or missing restarts suspended, keeping every fix its journal holds")
@@ -543,7 +675,7 @@ struct MultiAppDaemonTests {
         let front = try AppConnection(socket: daemon.socket, app: "front")
         let back = try AppConnection(socket: daemon.socket, app: "back", extra: #","reducedInterval":2,"backgroundLocation":true"#)
         try back.setState("background")
-        #expect(try eventually(30) { front.times.count >= 5 })
+        #expect(eventually(30) { front.times.count >= 5 })
         #expect(try daemon.status().receiver == "continuous")
 
         // Nobody in the foreground: the receiver is duty-cycled at the background app's interval.
@@ -552,7 +684,7 @@ struct MultiAppDaemonTests {
         #expect(try eventually { try daemon.status().receiver == "duty-cycled every 2 s" })
         let backBefore = back.times.count
         #expect(
-            try eventually(30) { back.times.count >= backBefore + 2 },
+            eventually(30) { back.times.count >= backBefore + 2 },
             "the background app still gets its fixes: \(back.times.count - backBefore) in 30 s; \(String(describing: try? daemon.appStatus("back"))); \(daemon.logText.suffix(3000))")
 
         // Nobody wants updates: the receiver is off and reads nothing from gpsd.
@@ -593,13 +725,15 @@ final class LocationdAppProcess: Sendable {
     private let input: FileHandle
     private let outputPath: String
 
-    init(socket: String, app: String, in directory: TemporaryDirectory) throws {
+    init(socket: String, app: String, in directory: TemporaryDirectory, startSuspended: Bool = false) throws {
         let pipe = Pipe()
         process = Process()
         process.executableURL = URL(fileURLWithPath: Tool.path("location-test-child"))
-        process.arguments = ["--locationd-app", socket, app, "--reduced-interval", "1"]
+        // One journal per app, so that its next run restores what a killed one held.
+        process.arguments = ["--locationd-app", socket, app, directory.file("\(app).app-journal"), "--reduced-interval", "1"]
+            + (startSuspended ? ["--start-suspended"] : [])
         outputPath = directory.file("\(app)-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle(forWritingAtPath: outputPath)
         process.standardInput = pipe
@@ -632,6 +766,24 @@ final class LocationdAppProcess: Sendable {
             else { return nil }
             return object["times"] as? [Double]
         }.flatMap { $0 }
+    }
+
+    /// The held counts the app printed, oldest first (each time it asked for the foreground, or was asked).
+    var heldCounts: [Int] {
+        output.split(separator: "\n").compactMap { line -> Int? in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                object["event"] as? String == "held"
+            else { return nil }
+            return object["count"] as? Int
+        }
+    }
+
+    /// How many fixes the app's manager holds now (asked, and waited for, bounded).
+    func held() -> Int {
+        let before = heldCounts.count
+        send("held")
+        guard eventually(10, { self.heldCounts.count > before }) else { return -1 }
+        return heldCounts.last ?? -1
     }
 
     func kill9() {

@@ -97,13 +97,20 @@ private func cycle(_ seconds: Int, accuracy: Double? = nil, timeout: Int = 10) -
 
 @Suite("One receiver shared by many apps")
 struct SharedReceiverTests {
-    @Test func theCombinedModeIsContinuousIfAnyTapIsElseTheShortestIntervalAndStrictestAccuracy() {
+    @Test func theCombinedModeIsContinuousIfAnyTapIsElseACommonDivisorOfTheIntervalsAndTheStrictestAccuracy() {
         #expect(SharedReceiver.combined([AcquisitionMode]()) == nil)
         #expect(SharedReceiver.combined([cycle(60), .continuous, cycle(30)]) == .continuous)
         #expect(
             SharedReceiver.combined([cycle(60, accuracy: 100, timeout: 10), cycle(30, accuracy: nil, timeout: 20), cycle(120, accuracy: 50)])
                 == cycle(30, accuracy: 50, timeout: 20))
-        #expect(SharedReceiver.combined([cycle(60), cycle(90)]) == cycle(60, accuracy: nil))
+        #expect(SharedReceiver.combined([cycle(60), cycle(90)]) == cycle(30, accuracy: nil), "both fall on every 30 s")
+        #expect(SharedReceiver.combined([cycle(7), cycle(5)]) == cycle(1), "7 s and 5 s: every second")
+        let halfSeconds = DutyCycle(interval: .milliseconds(7500), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))
+        #expect(SharedReceiver.combined([.dutyCycled(halfSeconds), cycle(5)]) == .dutyCycled(DutyCycle(interval: .milliseconds(2500), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))))
+        let odd = DutyCycle(interval: .milliseconds(1001), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))
+        #expect(SharedReceiver.combined([.dutyCycled(odd), cycle(1)]) == .continuous, "no common divisor of an epoch or more")
+        let quick = DutyCycle(interval: .milliseconds(100), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))
+        #expect(SharedReceiver.combined([.dutyCycled(quick)]) == .dutyCycled(quick), "one tap's own short interval stays")
     }
 
     @Test func theSourceRunsOnlyWhileATapRunsInTheModeTheyNeedTogether() async {
@@ -122,7 +129,9 @@ struct SharedReceiverTests {
         #expect(await settle { source.mode == .continuous }, "one app in the foreground runs the receiver continuously")
 
         foreground.context.setMode(cycle(45))
-        #expect(await settle { source.mode == cycle(30, accuracy: 20) }, "back to duty-cycled when it leaves the foreground")
+        #expect(
+            await settle { source.mode == cycle(15, accuracy: 20) },
+            "back to duty-cycled when it leaves the foreground, every 15 s for 45, 30 and 60 s")
         await foreground.cancel()
         await other.cancel()
         #expect(source.mode == cycle(60))
@@ -147,6 +156,54 @@ struct SharedReceiverTests {
         #expect(foreground.latitudes.count == 180, "the foreground app gets every epoch")
         #expect(background.latitudes == [fix(0), fix(60), fix(120)].map(\.latitude), "the background app one a minute")
         #expect(source.runCount == 1, "no acquisition of its own")
+        await foreground.cancel()
+        await background.cancel()
+    }
+
+    @Test func twoBackgroundTapsOf7And5SecondsGetFixesExactlyThatFarApart() async {
+        let clock = ManualClock()
+        let source = DrivenSource()
+        let receiver = SharedReceiver(source: source, clock: clock)
+        let seven = TapRun(receiver, clock: clock, mode: cycle(7))
+        let five = TapRun(receiver, clock: clock, mode: cycle(5))
+        #expect(await settle { receiver.tapCount == 2 && source.mode == cycle(1) })
+        // The receiver, duty-cycled as the taps need together, delivers one fix per cycle of its mode.
+        guard case .dutyCycled(let receiverCycle)? = source.mode else {
+            Issue.record("the receiver is not duty-cycled: \(String(describing: source.mode))")
+            return
+        }
+        let step = Int(receiverCycle.interval.components.seconds)
+        for second in stride(from: 0, to: 71, by: max(1, step)) {
+            source.emit(.location(fix(second)))
+            clock.advance(by: .seconds(step))
+        }
+        func gaps(_ tap: TapRun) -> [Double] {
+            let times = tap.events.value.compactMap { if case .location(let location) = $0 { location.timestamp.timeIntervalSince1970 } else { nil } }
+            return zip(times, times.dropFirst()).map { $1 - $0 }
+        }
+        #expect(gaps(seven).count == 10 && gaps(seven).allSatisfy { $0 == 7 }, "every 7 s: \(gaps(seven))")
+        #expect(gaps(five).count == 14 && gaps(five).allSatisfy { $0 == 5 }, "every 5 s: \(gaps(five))")
+        await seven.cancel()
+        await five.cancel()
+    }
+
+    @Test func aBackgroundIntervalOfAFractionOfASecondIsKeptOnAverageBesideAContinuousReceiver() async {
+        let clock = ManualClock()
+        let source = DrivenSource()
+        let receiver = SharedReceiver(source: source, clock: clock)
+        let foreground = TapRun(receiver, clock: clock, mode: .continuous)
+        let interval = DutyCycle(interval: .milliseconds(3300), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))
+        let background = TapRun(receiver, clock: clock, mode: .dutyCycled(interval))
+        #expect(await settle { receiver.tapCount == 2 && source.mode == .continuous })
+        for second in 0...330 {
+            source.emit(.location(fix(second)))
+            clock.advance(by: .seconds(1))
+        }
+        let times = background.events.value.compactMap { if case .location(let location) = $0 { location.timestamp.timeIntervalSince1970 } else { nil } }
+        let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+        // 330 s at 3.3 s: 100 gaps, each 3 or 4 s (the epochs nearest the due times), none drifting early.
+        #expect(gaps.count == 100, "\(gaps.count) gaps: \(gaps.prefix(12))")
+        #expect(gaps.allSatisfy { $0 == 3 || $0 == 4 }, "\(gaps.prefix(12))")
         await foreground.cancel()
         await background.cancel()
     }

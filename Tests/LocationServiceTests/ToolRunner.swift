@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import LocationGPX
 import LocationTesting
@@ -57,8 +58,8 @@ enum Tool {
         let label = name.split(separator: "/").last.map(String.init) ?? name
         let out = directory.file("\(label)-\(UUID().uuidString).out")
         let err = directory.file("\(label)-\(UUID().uuidString).err")
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: out)
         process.standardError = FileHandle(forWritingAtPath: err)
         process.standardInput = FileHandle.nullDevice
