@@ -14,9 +14,12 @@ import LocationCore
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
 /// | ``open(app:attach:create:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
 /// | ``apps`` | `{"command":"apps"}` |
+/// | ``remove(app:owner:)`` | `{"command":"remove","app":"tracker"}` (`owner`, a uid, optional; for root) |
 /// | ``acknowledge(batch:)`` | `{"command":"ack","batch":"k3x9.120"}` |
 ///
-/// Every request acts on the connection's app: `default` until an `open` names another.
+/// Every request acts on the connection's app: `default` until an `open` names another. Apps belong to the
+/// user who opened them first: two users may each have an app of the same id, and each reaches only their own
+/// (root may name another user's with `owner`).
 public enum ControlRequest: Sendable, Hashable {
     /// One location: the daemon's last fix if fresh and accurate enough, else the next one.
     ///
@@ -37,15 +40,19 @@ public enum ControlRequest: Sendable, Hashable {
     ///
     /// With `create` false an app that does not exist is not created: the reply is `no-such-app` (a
     /// command that only reads, such as `status`, never leaves an app behind).
-    case open(app: String, attach: Bool = false, create: Bool = true, policy: AppPolicy = AppPolicy())
+    ///
+    /// `owner` names the user whose app it is, when it is not the caller's own: only root may.
+    case open(app: String, attach: Bool = false, create: Bool = true, policy: AppPolicy = AppPolicy(), owner: UInt32? = nil)
     /// Every app session the caller may see, with each one's status.
     case apps
+    /// Ends the session of the caller's app `app` (or, for root, of `owner`'s) and deletes what it held.
+    case remove(app: String, owner: UInt32? = nil)
     /// Tells the daemon that the held batch with this id (the `id` of its batch line) has reached its
     /// consumer: the daemon keeps a flushed batch until a consumer of the app says so.
     case acknowledge(batch: String)
 
     /// The command names the protocol knows, in the order they are documented.
-    public static let commands = ["current", "state", "status", "watch", "open", "apps", "ack"]
+    public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack"]
 
     /// The app a connection acts on until it opens another.
     public static let defaultApp = "default"
@@ -80,6 +87,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .watch: "watch"
         case .open: "open"
         case .apps: "apps"
+        case .remove: "remove"
         case .acknowledge: "ack"
         }
     }
@@ -153,9 +161,15 @@ public enum ControlRequest: Sendable, Hashable {
             } catch {
                 throw ControlError(.badRequest, error.message)
             }
-            self = .open(app: app, attach: wire.attach ?? false, create: wire.create ?? true, policy: policy)
+            self = .open(
+                app: app, attach: wire.attach ?? false, create: wire.create ?? true, policy: policy,
+                owner: try Self.owner(wire.owner))
         case "apps":
             self = .apps
+        case "remove":
+            guard let app = wire.app else { throw ControlError(.badRequest, "\"remove\" needs \"app\", the app's id") }
+            try Self.checkApp(app)
+            self = .remove(app: app, owner: try Self.owner(wire.owner))
         case "ack":
             guard let batch = wire.batch, !batch.isEmpty else {
                 throw ControlError(.badRequest, "\"ack\" needs \"batch\", the id of the batch line it acknowledges")
@@ -182,11 +196,15 @@ public enum ControlRequest: Sendable, Hashable {
             if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
         case .state(let target):
             if let target { text += ",\"set\":\(JSONText.string(target))" }
-        case .open(let app, let attach, let create, let policy):
+        case .open(let app, let attach, let create, let policy, let owner):
             text += ",\"app\":\(JSONText.string(app))"
             if attach { text += ",\"attach\":true" }
             if !create { text += ",\"create\":false" }
             text += policy.jsonMembers
+            if let owner { text += ",\"owner\":\(owner)" }
+        case .remove(let app, let owner):
+            text += ",\"app\":\(JSONText.string(app))"
+            if let owner { text += ",\"owner\":\(owner)" }
         case .acknowledge(let batch):
             text += ",\"batch\":\(JSONText.string(batch))"
         case .status, .watch, .apps:
@@ -199,7 +217,8 @@ public enum ControlRequest: Sendable, Hashable {
     /// The keys each command takes.
     private static let keys: [String: [String]] = [
         "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
-        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates"], "apps": ["command"],
+        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates", "owner"], "apps": ["command"],
+        "remove": ["command", "app", "owner"],
         "ack": ["command", "batch"],
     ]
 
@@ -234,6 +253,16 @@ public enum ControlRequest: Sendable, Hashable {
         var backgroundLocation: Bool?
         var updates: Bool?
         var batch: String?
+        var owner: Double?
+    }
+
+    /// Checks an `owner`: a user id, a whole number from 0 to 4294967294 (4294967295 is no user).
+    private static func owner(_ value: Double?) throws(ControlError) -> UInt32? {
+        guard let value else { return nil }
+        guard value.rounded() == value, value >= 0, value < Double(UInt32.max) else {
+            throw ControlError(.badRequest, "\"owner\" \(JSONText.number(value)) is not a user id; use a whole number from 0 to 4294967294")
+        }
+        return UInt32(value)
     }
 
     /// One line for a person out of a decoding error.

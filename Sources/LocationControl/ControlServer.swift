@@ -102,6 +102,15 @@ package final class ControlServer: Sendable {
             lines, to: Set(connections.lazy.filter { $0.core === self.core }.map(\.id)), heldFixes: max(1, count))
     }
 
+    /// Closes those of `connections` that are this server's once what is queued for them is written (after
+    /// `line`, when one is given, which they get whatever their buffers hold).
+    package func close(_ connections: Set<ControlConnection>, after line: [UInt8]? = nil) {
+        for connection in connections where connection.core === core {
+            if let line { _ = core.send(line, to: connection.id) }
+            core.closeConnection(connection.id)
+        }
+    }
+
     /// How many connections are open.
     package var connectionCount: Int {
         core.state.withLock { $0.connections.count }

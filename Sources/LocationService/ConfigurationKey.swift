@@ -131,6 +131,9 @@ extension ServiceConfiguration {
         },
         ConfigurationKey("control.group", .text) { if case .text(let v) = $1 { $0.controlGroup = v } },
         ConfigurationKey("apps.max", .integer(.appCount)) { if case .number(let v) = $1 { $0.maxApps = Int(v) } },
+        ConfigurationKey("apps.maxPerUser", .integer(.appCount)) {
+            if case .number(let v) = $1 { $0.maxAppsPerUser = Int(v) }
+        },
         ConfigurationKey("apps.keepAbandoned", .number(.abandonedRetention)) {
             if case .number(let v) = $1 { $0.keepAbandoned = v }
         },

@@ -62,10 +62,14 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var backgroundLocation = false
     /// The most fixes held while suspended. Key `batch.capacity`, default 100,000.
     package var batchCapacity = 100_000
-    /// The most app sessions the daemon keeps. Key `apps.max`, default 64.
+    /// The most app sessions the daemon keeps, every user's together. Key `apps.max`, default 64.
     package var maxApps = 64
+    /// The most app sessions one user may open (root is not counted against it). Key `apps.maxPerUser`,
+    /// default 8: one user filling `apps.max` would lock every other out.
+    package var maxAppsPerUser = 8
     /// Seconds an abandoned app's session (its own connection dropped while it tracked) is kept, holding
-    /// its fixes, before it is dropped. Key `apps.keepAbandoned`, default 7 days.
+    /// its fixes, before it is dropped; also how long an app nobody uses (no connection has it open, none
+    /// watches it) is kept. Key `apps.keepAbandoned`, default 7 days.
     package var keepAbandoned = 604_800.0
     /// Seconds the app's didEnterBackground handling may take before it is terminated, as on iOS.
     /// Key `lifecycle.didEnterBackgroundBudget`, default 5.

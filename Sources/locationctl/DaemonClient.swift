@@ -19,8 +19,9 @@ enum DaemonClient {
             .unavailable("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.invalidTransition), .badRequest, .unknownCommand: .usage(error.message)
         case .untrustedPeer: .noPermission(error.message)
-        // Another user's app in a daemon this user may use: the message says whose.
-        case "not-owner": .noPermission("locationd at \(socket): \(error.message)")
+        // Another user's app (only root may name one), or a daemon that cannot tell users apart.
+        case "not-owner", "unmapped-user": .noPermission("locationd at \(socket): \(error.message)")
+        case "app-in-use": .unavailable("locationd at \(socket): \(error.message)")
         case "no-such-app": .unavailable("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.journalIO): .cannotCreate("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")

@@ -21,7 +21,7 @@ struct LocationCtl: AsyncParsableCommand {
             stream, one object for current; jsonl is accepted as another name for json).
             """,
         version: ServiceVersion.string,
-        subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self, Plot.self]
+        subcommands: [Replay.self, Watch.self, Current.self, State.self, Status.self, Apps.self, Plot.self]
     )
 
     /// Runs the command; every failure is one line on standard error with its exit code.

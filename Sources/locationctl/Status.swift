@@ -24,7 +24,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         try await runReportingFailures {
             let (_, sockets) = try await daemon.resolve()
-            if all { return try await listApps(sockets) }
+            if all { return try await Self.listApps(sockets, format: format) }
             let (response, path) = try await DaemonClient.request(.status, sockets: sockets, app: daemon.app)
             var status: DaemonStatus
             do throws(ControlError) { status = try response.decode(DaemonStatus.self, forKey: "status") } catch {
@@ -43,8 +43,8 @@ struct Status: AsyncParsableCommand {
         }
     }
 
-    /// `status --all`: every app's status, one block each in text, one JSON array in JSON.
-    private func listApps(_ sockets: ControlSocketChoice) async throws {
+    /// `status --all` and `apps list`: every app's status, one block each in text, one JSON array in JSON.
+    static func listApps(_ sockets: ControlSocketChoice, format: ReportFormat) async throws {
         let (response, path) = try await DaemonClient.request(.apps, sockets: sockets)
         var apps: [DaemonStatus]
         do throws(ControlError) { apps = try response.decode([DaemonStatus].self, forKey: "apps") } catch {
@@ -53,7 +53,10 @@ struct Status: AsyncParsableCommand {
         for index in apps.indices { apps[index].socket = path }
         switch format {
         case .text:
-            print(apps.map { "app \($0.app ?? "?")\n" + $0.text }.joined(separator: "\n\n"))
+            print(apps.map { app in
+                let whose = app.owner.map { owner in owner == getuid() ? "" : " of uid \(owner)" } ?? ""
+                return "app \(app.app ?? "?")\(whose)\n" + app.text
+            }.joined(separator: "\n\n"))
         case .json:
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -11,6 +11,8 @@ final class AppSession: Sendable {
     let id: String
     /// The user the session belongs to; `nil` for `default`, which every client may use.
     let owner: UInt32?
+    /// The owner and id together: what names the session in the daemon.
+    var key: AppKey { AppKey(owner: owner, id: id) }
     /// The app's lifecycle and manager, and the lines they make.
     let session: LocationSession
     /// Where the state is saved on every change, when the session journals.
@@ -32,6 +34,8 @@ final class AppSession: Sendable {
         /// The background location mode the app had when it went; it is off while the app is gone, so that
         /// its fixes are held rather than delivered live to nobody.
         var modeBeforeGone: Bool?
+        /// When a client last opened the app or asked something of it (monotonic): an app nobody uses expires.
+        var lastUsed = ContinuousClock.now
     }
 
     private let links = Locked(Links())
@@ -215,7 +219,7 @@ final class AppSession: Sendable {
     /// The policy saved by earlier opens, if the file holds a valid one.
     func savedPolicy() -> AppPolicy? {
         guard let policyFile, let bytes = Self.readSmallFile(policyFile),
-            case .open(_, _, _, let policy)? = try? ControlRequest(line: bytes)
+            case .open(_, _, _, let policy, _)? = try? ControlRequest(line: bytes)
         else { return nil }
         return policy
     }
@@ -338,8 +342,25 @@ final class AppSession: Sendable {
         await manager.waitForPendingDeliveries()
     }
 
+    /// A client opened the app or asked something of it.
+    func noteUse() {
+        links.withLock { $0.lastUsed = .now }
+    }
+
+    /// Seconds since a client last used the app, while nothing holds it: `nil` while the app itself is
+    /// connected, a connection watches it, or it is gone (a gone app expires by ``goneFor``).
+    var unusedFor: Double? {
+        links.withLock { links in
+            guard links.attached.isEmpty, links.watchers.isEmpty, links.abandonedAt == nil else { return nil }
+            return (ContinuousClock.now - links.lastUsed).seconds
+        }
+    }
+
     /// How many connections watch the app.
     var watcherCount: Int { links.withLock { $0.watchers.count } }
+
+    /// The connections watching the app.
+    var watchers: Set<ControlConnection> { links.withLock { $0.watchers } }
 
     /// Applies the settings an `open` gave; what it leaves out stays.
     /// Applies the settings an `open` gave and, with `save`, keeps them (merged with earlier ones) beside the

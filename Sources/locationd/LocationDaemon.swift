@@ -10,8 +10,8 @@ import ServiceLifecycle
 /// journal and watchers), and the control socket.
 ///
 /// A connection acts on the app `default` until it opens another. `default` exists from the start and every
-/// client may use it, so single-app use needs no `open`; another app's session belongs to the user who
-/// opened it first.
+/// client may use it, so single-app use needs no `open`; every other app belongs to the user who opened it,
+/// and is named by its owner and id together (``AppKey``): a user reaches only their own, root any.
 final class LocationDaemon: Service, Sendable {
     /// The app every connection uses until it opens another.
     let defaultApp: AppSession
@@ -21,9 +21,11 @@ final class LocationDaemon: Service, Sendable {
     let settings: ServiceConfiguration
     /// The one receiver the apps share.
     let receiver: SharedReceiver
-    private let apps: Locked<[String: AppSession]>
-    /// The app each connection opened (absent: `default`).
-    private let connectionApps = Locked<[ControlConnection: String]>([:])
+    private let apps: Locked<[AppKey: AppSession]>
+    /// The app each connection opened (absent: `default`; ``AppKey/none`` after a failed open).
+    private let connectionApps = Locked<[ControlConnection: AppKey]>([:])
+    /// Which peers the daemon's user namespace can tell apart.
+    private let namespace = UserNamespaceMap.current()
     /// Held while an app's session is created, so that it is created once.
     private let creating = Locked(())
     private let server: Locked<ControlServer?> = Locked(nil)
@@ -41,6 +43,16 @@ final class LocationDaemon: Service, Sendable {
         self.logger = logger
         self.now = now
         receiver = SharedReceiver(source: source)
+        if let journal = settings.journalPath {
+            do throws(LocationError) {
+                try AppDirectory.checkJournalDirectory(of: journal)
+                let apps = AppDirectory(daemonJournal: journal).path
+                var info = stat()
+                if lstat(apps, &info) == 0 { try AppDirectory.checkPrivate(apps) }
+            } catch {
+                throw .cannotCreate(error.message)
+            }
+        }
         let stateFile = settings.journalPath.map(LifecycleStateFile.init(journalPath:))
         let startState = stateFile.map { Self.startState(explicit: explicitState, saved: $0, logger: logger) }
             ?? explicitState ?? .active
@@ -53,7 +65,7 @@ final class LocationDaemon: Service, Sendable {
         } catch {
             throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
         }
-        apps = Locked([ControlRequest.defaultApp: defaultApp])
+        apps = Locked([AppKey.shared: defaultApp])
         restoreApps()
     }
 
@@ -141,7 +153,7 @@ final class LocationDaemon: Service, Sendable {
             }
             do throws(LocationError) {
                 let app = try makeApp(id, owner: owner, restoring: true)
-                apps.withLock { $0[id] = app }
+                apps.withLock { $0[app.key] = app }
                 let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0))" } ?? ""
                 logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
             } catch {
@@ -153,18 +165,50 @@ final class LocationDaemon: Service, Sendable {
     /// The app a connection acts on; `nil` after an `open` that failed, so that what was sent after it
     /// never falls back to the shared app.
     private func app(for connection: ControlConnection) -> AppSession? {
-        let id = connectionApps.withLock { $0[connection] } ?? ControlRequest.defaultApp
-        return apps.withLock { $0[id] }
+        let key = connectionApps.withLock { $0[connection] } ?? AppKey.shared
+        return apps.withLock { $0[key] }
     }
 
-    /// Answers `open`: the caller's app, created if new (unless `create` is false); refused when it is another
-    /// user's. A refused `open` leaves the connection with no app until the next one succeeds.
+    /// The app an `open` or `remove` from `connection` names: the caller's own app `id`, or `owner`'s for root;
+    /// `default` for everyone. A reply when the request may not name it.
+    private func key(for id: String, owner: UInt32?, connection: ControlConnection) -> KeyLookup {
+        if id == ControlRequest.defaultApp {
+            guard owner == nil else {
+                return .refused(.failure(.badRequest, "the app default is shared by every client and has no \"owner\""))
+            }
+            return .key(.shared)
+        }
+        guard let uid = connection.peerUID else {
+            return .refused(.failure("not-owner", "locationd cannot tell which user is connected"))
+        }
+        let owner = owner ?? uid
+        guard owner == uid || uid == 0 else {
+            // The same answer whether or not that user has such an app: nothing is told about other users.
+            return .refused(.failure("not-owner", "only root may name another user's app; leave \"owner\" out to use your own"))
+        }
+        return .key(AppKey(owner: owner, id: id))
+    }
+
+    /// Answers `open`: the caller's app, created if new (unless `create` is false). A refused `open` leaves the
+    /// connection with no app until the next one succeeds.
     private func open(
-        _ id: String, attach: Bool, create: Bool, policy: AppPolicy, connection: ControlConnection
+        _ id: String, attach: Bool, create: Bool, policy: AppPolicy, owner: UInt32?, connection: ControlConnection
     ) -> ControlReply {
-        let reply = openApp(id, attach: attach, create: create, policy: policy, connection: connection)
-        connectionApps.withLock { $0[connection] = reply.isSuccess ? id : "" }
+        let key: AppKey
+        switch self.key(for: id, owner: owner, connection: connection) {
+        case .key(let found): key = found
+        case .refused(let reply):
+            connectionApps.withLock { $0[connection] = AppKey.none }
+            return reply
+        }
+        let reply = openApp(key, attach: attach, create: create, policy: policy, connection: connection)
+        connectionApps.withLock { $0[connection] = reply.isSuccess ? key : AppKey.none }
         return reply
+    }
+
+    private enum KeyLookup {
+        case key(AppKey)
+        case refused(ControlReply)
     }
 
     private enum OpenOutcome {
@@ -173,28 +217,35 @@ final class LocationDaemon: Service, Sendable {
     }
 
     private func openApp(
-        _ id: String, attach: Bool, create: Bool, policy: AppPolicy, connection: ControlConnection
+        _ key: AppKey, attach: Bool, create: Bool, policy: AppPolicy, connection: ControlConnection
     ) -> ControlReply {
+        let id = key.id
         let uid = connection.peerUID
-        if attach, id == ControlRequest.defaultApp {
+        if attach, key == .shared {
             return .failure(
                 .badRequest,
                 "the app default is shared by every client and cannot be attached: open an app of your own (\"app\":\"NAME\")")
         }
         // One creation at a time: two clients opening a new app at once get the one session.
         let outcome = creating.withLock { _ -> OpenOutcome in
-            if let found = apps.withLock({ $0[id] }) { return .found(found, created: false) }
-            guard create else {
-                return .refused(.failure("no-such-app", "locationd has no app \(id); create it with locationctl state --app \(id) active (or another state)"))
+            if let found = apps.withLock({ $0[key] }) { return .found(found, created: false) }
+            let whose = key.owner == uid ? "" : " of \(Self.userName(key.owner))"
+            guard create, let owner = key.owner else {
+                return .refused(.failure("no-such-app", "locationd has no app \(id)\(whose); create it with locationctl state --app \(id) active (or another state)"))
             }
-            guard let uid else { return .refused(.failure("not-owner", "locationd cannot tell which user is connected")) }
             guard apps.value.count < settings.maxApps else {
                 return .refused(.failure("too-many-apps", "locationd already serves \(settings.maxApps) apps (apps.max); cannot open \(id)"))
             }
+            let owned = apps.value.keys.filter { $0.owner == owner }.count
+            guard owned < settings.maxAppsPerUser || uid == 0 else {
+                return .refused(.failure(
+                    "too-many-apps",
+                    "\(Self.userName(owner)) already has \(owned) apps in locationd (apps.maxPerUser); remove one no longer used (locationctl apps remove NAME) to open \(id)"))
+            }
             do throws(LocationError) {
-                let app = try makeApp(id, owner: uid, restoring: false)
-                apps.withLock { $0[id] = app }
-                logger.info("opened the app \(id) for uid \(uid)")
+                let app = try makeApp(id, owner: owner, restoring: false)
+                apps.withLock { $0[key] = app }
+                logger.info("opened the app \(id) for uid \(owner)")
                 return .found(app, created: true)
             } catch {
                 return .refused(.failure(error))
@@ -205,11 +256,7 @@ final class LocationDaemon: Service, Sendable {
         case .found(let found, let isNew): (app, created) = (found, isNew)
         case .refused(let reply): return reply
         }
-        guard app.admits(uid) else {
-            return .failure(
-                "not-owner",
-                "the app \(id) belongs to \(Self.userName(app.owner)); \(Self.userName(uid)) may neither read its fixes nor change its state")
-        }
+        app.noteUse()
         if attach {
             if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
             app.attach(connection)
@@ -219,7 +266,7 @@ final class LocationDaemon: Service, Sendable {
         // After the attach, which restores the background location mode the app had before it went: what
         // this open asks for wins over that (an app that comes back suspended asks for it on).
         // The default app's policy comes from the daemon's configuration at each start; an app's own is kept.
-        app.apply(policy, save: id != ControlRequest.defaultApp)
+        app.apply(policy, save: key != .shared)
         return .opened(app: id, created: created, state: app.application.applicationState, policy: app.manager.accuracyPolicy)
     }
 
@@ -238,20 +285,69 @@ final class LocationDaemon: Service, Sendable {
         }
     }
 
-    /// Drops the sessions of apps gone for longer than `apps.keepAbandoned`, with what they held.
+    /// Drops the sessions of apps gone for longer than `apps.keepAbandoned`, and of apps nobody has used for as
+    /// long (no connection has them open or watches them), with what they held.
     func dropExpiredApps(at date: Date) {
-        let expired = apps.withLock { apps -> [AppSession] in
-            let gone = apps.values.filter { app in
-                app.id != ControlRequest.defaultApp && app.goneFor.map { $0 >= settings.keepAbandoned } ?? false
+        let inUse = Set(connectionApps.value.values)
+        let expired = apps.withLock { apps -> [(AppSession, String)] in
+            var expired: [(AppSession, String)] = []
+            for (key, app) in apps where key != .shared {
+                if app.goneFor.map({ $0 >= settings.keepAbandoned }) ?? false {
+                    expired.append((app, "gone since \(RFC3339.string(from: app.abandonedSince ?? date))"))
+                } else if !inUse.contains(key), let idle = app.unusedFor, idle >= settings.keepAbandoned {
+                    expired.append((app, "unused for \(ValueRange.text(idle.rounded(.down))) s"))
+                }
             }
-            for app in gone { apps[app.id] = nil }
-            return gone
+            for (app, _) in expired { apps[app.key] = nil }
+            return expired
         }
-        for app in expired {
-            logger.warning("dropping the app \(app.id), gone since \(RFC3339.string(from: app.abandonedSince ?? date)), with the \(app.manager.heldCount + app.outbox.count) fixes it held (apps.keepAbandoned)")
-            app.manager.shutdown()
-            app.outbox.close()
-            app.files?.removeAll()
+        for (app, why) in expired {
+            logger.warning("dropping the app \(app.id) of uid \(app.owner.map(String.init) ?? "?"), \(why), with the \(app.manager.heldCount + app.outbox.count) fixes it held (apps.keepAbandoned)")
+            end(app)
+        }
+    }
+
+    /// Ends an app's session and deletes its files.
+    private func end(_ app: AppSession) {
+        app.manager.shutdown()
+        app.outbox.close()
+        app.files?.removeAll()
+    }
+
+    /// Answers `remove`: the app's session ends and what it held is deleted, unless the app itself is connected.
+    private func remove(_ id: String, owner: UInt32?, connection: ControlConnection) -> ControlReply {
+        let key: AppKey
+        switch self.key(for: id, owner: owner, connection: connection) {
+        case .key(let found): key = found
+        case .refused(let reply): return reply
+        }
+        guard key != .shared else {
+            return .failure(.badRequest, "the app default is shared by every client and cannot be removed")
+        }
+        enum Outcome { case absent, attached, removed(AppSession) }
+        let outcome = creating.withLock { _ -> Outcome in
+            apps.withLock { apps in
+                guard let app = apps[key] else { return .absent }
+                guard !app.isAttached else { return .attached }
+                apps[key] = nil
+                return .removed(app)
+            }
+        }
+        switch outcome {
+        case .absent:
+            let whose = key.owner == connection.peerUID ? "" : " of \(Self.userName(key.owner))"
+            return .failure("no-such-app", "locationd has no app \(id)\(whose) to remove")
+        case .attached:
+            return .failure("app-in-use", "the app \(id) is connected to locationd: quit it (or stop its updates) first")
+        case .removed(let app):
+            let held = app.manager.heldCount + app.outbox.count
+            logger.notice("removed the app \(id) of uid \(key.owner.map(String.init) ?? "?") with the \(held) fixes it held, as uid \(connection.peerUID.map(String.init) ?? "?") asked")
+            end(app)
+            // Its watchers learn why nothing more comes, and are let go.
+            let removed = LocationError(LocationError.Code(rawValue: "app-removed"), "the app \(id) was removed")
+            server.withLock { $0 }?.close(app.watchers, after: JSONLineEncoder.line(.error(removed)))
+            struct Removed: Encodable { let removed: String, fixesDeleted: Int }
+            return .success(Removed(removed: id, fixesDeleted: held))
         }
     }
 
@@ -331,17 +427,27 @@ final class LocationDaemon: Service, Sendable {
 
     /// Answers one request on the app the connection acts on.
     func handle(_ request: ControlRequest, from connection: ControlConnection) async -> ControlReply {
+        // Users the namespace cannot tell apart would share one identity, and each other's apps.
+        if let uid = connection.peerUID, namespace.isUnmapped(uid) {
+            return .failure(
+                "unmapped-user",
+                "locationd cannot tell which user you are: it runs in a user namespace that does not map your user (PrivateUsers= in its unit?), where every such user looks alike; run it without one")
+        }
         switch request {
-        case .open(let id, let attach, let create, let policy):
-            return open(id, attach: attach, create: create, policy: policy, connection: connection)
+        case .open(let id, let attach, let create, let policy, let owner):
+            return open(id, attach: attach, create: create, policy: policy, owner: owner, connection: connection)
+        case .remove(let id, let owner):
+            return remove(id, owner: owner, connection: connection)
         case .apps:
             let uid = connection.peerUID
-            let visible = apps.value.values.filter { $0.owner == nil || $0.admits(uid) }.sorted { $0.id < $1.id }
-            return .apps(visible.map(status(of:)))
+            let visible = apps.value.values.filter { $0.owner == nil || $0.admits(uid) }
+                .sorted { ($0.id, $0.owner ?? 0) < ($1.id, $1.owner ?? 0) }
+            return .apps(visible.map { status(of: $0, for: uid) })
         default:
             guard let app = app(for: connection) else {
-                return .failure("no-app", "this connection's last open failed, so it acts on no app: open one first")
+                return .failure("no-app", "this connection acts on no app (its last open failed, or the app was removed): open one first")
             }
+            app.noteUse()
             // The app was another user's when the connection opened it, so this holds; kept as a guard.
             guard app.admits(connection.peerUID) else {
                 return .failure("not-owner", "the app \(app.id) belongs to \(Self.userName(app.owner))")
@@ -353,12 +459,12 @@ final class LocationDaemon: Service, Sendable {
                 if app.isAttached(by: connection) { await app.takeBackHeld() }
                 app.watch(from: connection)
             }
-            return await handle(request, for: app)
+            return await handle(request, for: app, viewer: connection.peerUID)
         }
     }
 
     /// Answers one request about `app`.
-    func handle(_ request: ControlRequest, for app: AppSession) async -> ControlReply {
+    func handle(_ request: ControlRequest, for app: AppSession, viewer: UInt32?) async -> ControlReply {
         let manager = app.manager
         let application = app.application
         let session = app.session
@@ -401,7 +507,7 @@ final class LocationDaemon: Service, Sendable {
             return .state(state, executingInBackground: application.executingInBackground,
                           policy: manager.accuracyPolicy)
         case .status:
-            return .status(status(of: app))
+            return .status(status(of: app, for: viewer))
         case .watch:
             let state = application.applicationState
             var first = [JSONLineEncoder.line(.state(state))]
@@ -427,13 +533,14 @@ final class LocationDaemon: Service, Sendable {
             } catch {
                 return .failure(error)
             }
-        case .open, .apps:
+        case .open, .apps, .remove:
             return .failure(.internalError, "locationd answered \(request.command) as an app's request")
         }
     }
 
-    /// One app's status, with the receiver's and the daemon's.
-    private func status(of app: AppSession) -> DaemonStatus {
+    /// One app's status, with the receiver's and, for root (`viewer` 0), the daemon's: how many apps there
+    /// are and what the receiver does tell a user about the others'.
+    private func status(of app: AppSession, for viewer: UInt32?) -> DaemonStatus {
         let manager = app.manager
         let application = app.application
         let session = app.session
@@ -462,6 +569,7 @@ final class LocationDaemon: Service, Sendable {
         status.reducedAccuracy = reduced.desiredAccuracy
         status.backgroundLocation = manager.allowsBackgroundLocationUpdates
         status.updating = manager.isUpdatingLocation
+        guard viewer == 0 else { return status }
         status.receiver = Self.describe(receiver.mode)
         status.apps = apps.value.count
         status.receiverMessages = (receiver.source as? GPSDLocationSource)?.messagesRead

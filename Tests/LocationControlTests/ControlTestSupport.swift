@@ -86,9 +86,9 @@ final class StubHandler: Sendable {
         case .watch:
             watchers.withLock { $0.append(connection) }
             return .watching(then: [Array("{\"type\":\"hello\"}\n".utf8)])
-        case .open(let app, _, _, _):
+        case .open(let app, _, _, _, _):
             return .opened(app: app, created: true, state: state.value, policy: .high)
-        case .apps:
+        case .apps, .remove:
             return .failure(ControlError(.unknownCommand, "this test server keeps no apps"))
         case .acknowledge:
             return .failure(ControlError(.unknownCommand, "this test server sends no batches"))
