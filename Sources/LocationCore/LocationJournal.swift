@@ -326,10 +326,18 @@ package final class LocationJournal: Sendable {
         }
     }
 
-    /// Creates (or empties, or with `appending` adds to) `path` for writing, 0600.
+    /// Creates `path` anew (what was there is removed first), or with `appending` adds to it, for writing,
+    /// 0600. Never through a link: not a symbolic one, nor a hard link to another file planted under the name.
     private static func createForWriting(_ path: String, appending: Bool = false) throws(LocationError) -> Int32 {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if !appending { Glibc.unlink(path) }
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (appending ? O_APPEND : O_EXCL)
+        let fd = Glibc.open(path, flags, 0o600)
         guard fd >= 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+            Glibc.close(fd)
+            throw LocationError(.journalIO, "cannot write \(path): it is not a regular file of its own (a link to another?)")
+        }
         return fd
     }
 
@@ -481,12 +489,9 @@ package final class LocationJournal: Sendable {
             }
             let temporary = path + ".tmp"
             do {
-                guard FileManager.default.createFile(
-                    atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600])
-                else { throw LocationError(.journalIO, "cannot create \(temporary)") }
-                guard let staged = FileHandle(forUpdatingAtPath: temporary) else {
-                    throw LocationError(.journalIO, "cannot open \(temporary)")
-                }
+                // A new file of its own: never through a link planted under the name.
+                let fd = try Self.createForWriting(temporary)
+                let staged = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
                 try bytes.withUnsafeBytes { try staged.write(contentsOf: $0) }
                 try staged.synchronize()
                 try staged.close()

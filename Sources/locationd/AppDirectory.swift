@@ -51,10 +51,43 @@ struct AppDirectory: Sendable {
         AppFiles(journal: "\(path)/\(owner)/\(app).journal")
     }
 
-    /// Creates `apps` and `apps/UID` (mode 0700: one user's fixes are nobody else's business) when missing.
+    /// Creates `apps` and `apps/UID` (mode 0700: one user's fixes are nobody else's business) when missing,
+    /// and refuses either when it is not a private directory of the daemon's (``checkPrivate(_:)``).
     func createDirectories(for owner: UInt32, app: String) throws(LocationError) {
-        for directory in [path, "\(path)/\(owner)"] where mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw LocationError(.journalIO, "cannot create \(directory) for the app \(app)'s journal: \(String(cString: strerror(errno)))")
+        for directory in [path, "\(path)/\(owner)"] {
+            if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                throw LocationError(.journalIO, "cannot create \(directory) for the app \(app)'s journal: \(String(cString: strerror(errno)))")
+            }
+            try Self.checkPrivate(directory)
+        }
+    }
+
+    /// Refuses `directory` unless it is a directory (not a link to one) of the daemon's own user that no
+    /// other user may enter: anyone else who could write there could plant links the daemon would write through.
+    static func checkPrivate(_ directory: String) throws(LocationError) {
+        var info = stat()
+        guard lstat(directory, &info) == 0 else {
+            throw LocationError(.journalIO, "cannot inspect \(directory): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw LocationError(.journalIO, "\(directory) is not a directory (a link?); locationd keeps its apps' journals only in a directory of its own")
+        }
+        guard info.st_uid == geteuid() else {
+            throw LocationError(.journalIO, "\(directory) belongs to uid \(info.st_uid), not to locationd's user (uid \(geteuid())); remove it, and locationd creates its own")
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            throw LocationError(.journalIO, "\(directory) may be used by other users (mode \(String(info.st_mode & 0o7777, radix: 8))); chmod 700 \(directory)")
+        }
+    }
+
+    /// Refuses a journal directory (the one holding the daemon's journal, and `apps`) that users other than
+    /// its owner may write, sticky (as /tmp) or not: they could plant names (`apps`, a lock, a link) first.
+    static func checkJournalDirectory(of journal: String) throws(LocationError) {
+        let directory = FilePathText.parent(of: journal)
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return }  // Missing: the journal's own open says so.
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw LocationError(.journalIO, "the journal directory \(directory) may be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))), who could plant files locationd would write through; use a directory only its owner can write (chmod 700), such as /var/lib/locationd")
         }
     }
 
