@@ -59,9 +59,20 @@ struct ConnectionState: Sendable {
     }
 
     /// Whether the loop should poll for input: open, not too far ahead of its replies, output not over its limit.
-    func wantsInput(_ configuration: ControlServerConfiguration) -> Bool {
-        !inputClosed && !closeNow && !peerFinishedSending && pendingRequests < configuration.maxPendingRequests
-            && output.count < configuration.maxOutputBuffer && !input.contains(UInt8(ascii: "\n"))
+    ///
+    /// `overTotal`: every connection's output together has reached ``ControlServerConfiguration/maxTotalOutputBuffer``;
+    /// then a connection may only ask while nothing of its own waits (no reply unread, none being answered),
+    /// so that clients that ask without reading cannot fill memory between them.
+    func wantsInput(_ configuration: ControlServerConfiguration, overTotal: Bool) -> Bool {
+        !inputClosed && !closeNow && !peerFinishedSending && mayHandOver(configuration, overTotal: overTotal)
+            && !input.contains(UInt8(ascii: "\n"))
+    }
+
+    /// Whether another request may go to the task now (see ``wantsInput(_:overTotal:)``).
+    func mayHandOver(_ configuration: ControlServerConfiguration, overTotal: Bool) -> Bool {
+        overTotal
+            ? pendingRequests == 0 && output.isEmpty
+            : pendingRequests < configuration.maxPendingRequests && output.count < configuration.maxOutputBuffer
     }
 
     /// Queues an event line for a watcher within the buffer limit; returns whether it was queued.

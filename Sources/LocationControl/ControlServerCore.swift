@@ -280,9 +280,10 @@ final class ControlServerCore: Sendable {
                     state.acceptPausedUntil = nil
                     descriptors.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
                 }
+                let overTotal = state.outputOverTotal(configuration)
                 for (id, connection) in state.connections {
                     var events: Int16 = 0
-                    if connection.wantsInput(configuration) { events |= Int16(POLLIN) }
+                    if connection.wantsInput(configuration, overTotal: overTotal) { events |= Int16(POLLIN) }
                     if !connection.output.isEmpty { events |= Int16(POLLOUT) }
                     descriptors.append(pollfd(fd: connection.fd, events: events, revents: 0))
                     ids.append(id)
@@ -334,23 +335,25 @@ final class ControlServerCore: Sendable {
         if events & Int16(POLLOUT) != 0 {
             state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
             // Output that drained makes room for the requests held back.
-            state.connections[id]?.handOverLines(configuration)
+            let overTotal = state.outputOverTotal(configuration)
+            state.connections[id]?.handOverLines(configuration, overTotal: overTotal)
         }
     }
 
     /// Reads what the socket has (a bounded amount per turn, for fairness) and hands complete lines to the task.
     private func readRequests(_ id: UInt64, in state: inout ServerState, scratch: inout [UInt8]) {
         for _ in 0..<4 {
-            guard let connection = state.connections[id], connection.wantsInput(configuration) else { return }
+            let overTotal = state.outputOverTotal(configuration)
+            guard let connection = state.connections[id], connection.wantsInput(configuration, overTotal: overTotal) else { return }
             let count = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
-                state.connections[id]?.takeInput(scratch[0..<count], configuration)
+                state.connections[id]?.takeInput(scratch[0..<count], configuration, overTotal: overTotal)
                 continue
             }
             if count == 0 {
                 // The client shut its sending side: answer what it asked, then (unless watching) close.
                 state.connections[id]?.peerFinishedSending = true
-                state.connections[id]?.handOverLines(configuration)
+                state.connections[id]?.handOverLines(configuration, overTotal: overTotal)
                 return
             }
             switch errno {
@@ -522,7 +525,8 @@ final class ControlServerCore: Sendable {
             if thenClose { state.connections[id]?.closeWhenFlushed = true }
             state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
             // A request answered and output written make room for the requests held back.
-            state.connections[id]?.handOverLines(configuration)
+            let overTotal = state.outputOverTotal(configuration)
+            state.connections[id]?.handOverLines(configuration, overTotal: overTotal)
             // The loop may need to poll for output, resume reading, or close: let it look again.
             wake(state)
         }
@@ -592,22 +596,22 @@ final class ControlServerCore: Sendable {
 
 extension ConnectionState {
     /// Takes received bytes and hands the complete request lines among them to the task.
-    mutating func takeInput(_ bytes: ArraySlice<UInt8>, _ configuration: ControlServerConfiguration) {
+    mutating func takeInput(_ bytes: ArraySlice<UInt8>, _ configuration: ControlServerConfiguration, overTotal: Bool) {
         guard !inputClosed else { return }
         input.append(contentsOf: bytes)
-        handOverLines(configuration)
+        handOverLines(configuration, overTotal: overTotal)
     }
 
     /// Hands held request lines to the task while fewer than `maxPendingRequests` are unanswered and the
-    /// output is under `maxOutputBuffer`, so that a
-    /// client that pipelines without reading is held back by its socket, not answered into memory. An
-    /// over-long line ends input; when the client has finished sending and every line is handed over,
+    /// output is under `maxOutputBuffer` (with `overTotal`, one at a time and only with nothing waiting), so
+    /// that a client that pipelines without reading is held back by its socket, not answered into memory.
+    /// An over-long line ends input; when the client has finished sending and every line is handed over,
     /// input ends.
-    mutating func handOverLines(_ configuration: ControlServerConfiguration) {
+    mutating func handOverLines(_ configuration: ControlServerConfiguration, overTotal: Bool) {
         let limit = configuration.maxRequestLength
         var start = 0
-        while !inputClosed, pendingRequests < configuration.maxPendingRequests,
-            output.count < configuration.maxOutputBuffer, let newline = input[start...].firstIndex(of: UInt8(ascii: "\n"))
+        while !inputClosed, mayHandOver(configuration, overTotal: overTotal),
+            let newline = input[start...].firstIndex(of: UInt8(ascii: "\n"))
         {
             let line = Array(input[start..<newline])
             start = newline + 1
@@ -626,7 +630,7 @@ extension ConnectionState {
         let holdsLine = input.contains(UInt8(ascii: "\n"))
         if !holdsLine, input.count > limit {
             rejectOversized()
-        } else if !holdsLine, peerFinishedSending, pendingRequests < configuration.maxPendingRequests {
+        } else if !holdsLine, peerFinishedSending, mayHandOver(configuration, overTotal: overTotal) {
             // A client that shut its sending side has said all it will: a last request without its
             // newline is still a request.
             if input.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) {

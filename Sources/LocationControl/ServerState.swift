@@ -23,3 +23,16 @@ struct ServerState: Sendable {
     /// While set, the listener is not polled: accepting failed for lack of resources and would only spin.
     var acceptPausedUntil: ContinuousClock.Instant?
 }
+
+extension ServerState {
+    /// Whether the output held for every connection together (replies and events) has reached
+    /// ``ControlServerConfiguration/maxTotalOutputBuffer``.
+    func outputOverTotal(_ configuration: ControlServerConfiguration) -> Bool {
+        var total = 0
+        for connection in connections.values {
+            total += connection.output.count
+            if total >= configuration.maxTotalOutputBuffer { return true }
+        }
+        return false
+    }
+}

@@ -345,6 +345,51 @@ struct ControlLoadTests {
         withExtendedLifetime((stuck, reader)) {}
     }
 
+    @Test(
+        "clients that ask without reading cost at most the total output bound together, their replies included; a client that reads is still answered",
+        .timeLimit(.minutes(1)))
+    func repliesCountTowardTheTotalOutputBound() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let total = 256 * 1024
+        let configuration = ControlServerConfiguration(maxOutputBuffer: 1024 * 1024, maxTotalOutputBuffer: total)
+        let payload = String(repeating: "x", count: 8 * 1024)
+        let answered = Locked(0)
+        let server = try ControlServer(path: directory.socket(), configuration: configuration) { _, _ in
+            answered.withLock { $0 += 1 }
+            return .success(["payload": payload])
+        }
+        defer { server.stop() }
+        let path = server.path
+        // 40 clients each ask 400 times (3.2 MB of replies each) and never read. Without the total bound on
+        // replies each would be answered up to its own 1 MiB: 40 MiB held.
+        let clients = try (0..<40).map { _ in try RawSocket(path: path) }
+        let requests = String(repeating: "{\"command\":\"status\"}\n", count: 400)
+        for client in clients { client.write(requests) }
+        #expect(await waitUntil(.seconds(20)) { server.bufferedOutputBytes >= total }, "the bound is reached")
+        // Until the server has stopped answering them: 20 looks, 10 ms apart, at the same count.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var still = 0, last = -1
+        while still < 20, ContinuousClock.now < deadline {
+            let now = answered.value
+            still = now == last ? still + 1 : 0
+            last = now
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(still >= 20, "the server stopped answering clients that do not read (\(answered.value) answers)")
+        // Past the total no connection with output waiting is read: what is held is the total plus, for each
+        // connection, the replies to what it had asked before the total was reached (at most maxPendingRequests).
+        let reply = #"{"ok":true,"payload":""#.utf8.count + payload.utf8.count + 3
+        let bound = total + clients.count * configuration.maxPendingRequests * reply
+        #expect(
+            server.bufferedOutputBytes <= bound,
+            "\(server.bufferedOutputBytes) bytes held for \(clients.count) clients; the bound is \(bound)")
+        let reader = try await onThread { try ControlClient(path: path) }
+        let status = try await onThread { try reader.request(.status) }
+        #expect(status.text.contains(payload), "a client that reads is answered")
+        withExtendedLifetime(clients) {}
+    }
+
     @Test("idle connections at the limit never lock a new client out: the oldest idle one is closed with a reason")
     func idleConnectionsMakeRoomForANewClient() async throws {
         let directory = try TemporaryDirectory()
