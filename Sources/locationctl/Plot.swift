@@ -60,6 +60,7 @@ struct Plot: AsyncParsableCommand {
     func run() async throws {
         try await runReportingFailures {
             signal(SIGPIPE, SIG_IGN)
+            try OutputPathCheck.check(output, isNot: file)
             let input = try PlotInput(file)
             let destination = try PlotOutput(output)
             do {

@@ -51,6 +51,9 @@ final class PlotInput {
             throw CommandFailure.missingInput("\(name): \(errno == ENOENT ? "no such file" : String(cString: strerror(errno)))")
         }
         if info.st_mode & S_IFMT == S_IFDIR { throw CommandFailure.missingInput("\(name): is a directory, not a GPX or JSON lines file") }
+        if info.st_mode & S_IFMT == S_IFCHR || info.st_mode & S_IFMT == S_IFBLK {
+            throw CommandFailure.missingInput("\(name): is a device, not a GPX or JSON lines file; plot reads files and pipes")
+        }
         if info.st_mode & S_IFMT == S_IFREG {
             guard access(given, R_OK) == 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
             path = given
@@ -204,17 +207,28 @@ final class PlotInput {
         var count = 0
         repeat { count = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } } while count < 0 && errno == EINTR
         guard count >= 0 else { throw CommandFailure.missingInput("\(name): cannot read: \(String(cString: strerror(errno)))") }
-        let bytes = head[0..<count]
+        return try classify(head[0..<count], name: name, atEnd: true)!
+    }
+
+    /// What a file starting with `bytes` holds; `nil` when they are only white space and more may follow
+    /// (`atEnd` false). Refuses anything else at once, from its first bytes.
+    private static func classify(_ bytes: ArraySlice<UInt8>, name: String, atEnd: Bool) throws(CommandFailure) -> Kind? {
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) { return .gpx }
         let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes
         switch text.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
         case UInt8(ascii: "<"): return .gpx
         case UInt8(ascii: "{"): return .jsonLines
-        case nil: throw CommandFailure.badData("\(name) is empty: nothing to plot")
+        case nil:
+            guard atEnd else { return nil }
+            throw CommandFailure.badData("\(name) is empty: nothing to plot")
         default:
             throw CommandFailure.badData("\(name) is neither GPX nor locationctl's JSON lines (it does not start with < or {)")
         }
     }
+
+    /// The most a once-only input is copied: far above a long track (a million GPX points are about 150 MB),
+    /// and a bound on what an endless pipe can put in the temporary directory.
+    static let maximumSpool = 1 << 30
 
     /// Copies a once-only input into an unlinked temporary file and returns its descriptor.
     private static func copyToTemporaryFile(_ path: String, name: String) throws(CommandFailure) -> Int32 {
@@ -230,6 +244,9 @@ final class PlotInput {
         // Unlinked at once: nothing is left behind, whatever ends the process.
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        // The first bytes decide whether it is a track at all, before much is copied.
+        var decided = false
+        var total = 0
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
@@ -239,6 +256,20 @@ final class PlotInput {
                 throw CommandFailure.missingInput("\(name): cannot read: \(reason)")
             }
             if count == 0 { break }
+            if !decided {
+                do throws(CommandFailure) {
+                    decided = try classify(buffer[0..<count], name: name, atEnd: false) != nil
+                } catch {
+                    close(copy)
+                    throw error
+                }
+            }
+            total += count
+            guard total <= maximumSpool else {
+                close(copy)
+                throw CommandFailure.badData(
+                    "\(name) goes on past \(maximumSpool >> 30) GiB, more than plot copies from a pipe; plot a file instead (it is read in place, whatever its size)")
+            }
             var offset = 0
             while offset < count {
                 let written = buffer.withUnsafeBytes { Glibc.write(copy, $0.baseAddress! + offset, count - offset) }

@@ -70,8 +70,21 @@ final class PlotOutput {
         guard fd >= 0 else {
             throw CommandFailure.cannotCreate("cannot create \(argument): \(String(cString: strerror(errno)))")
         }
-        // A new file is 0600; a picture that replaces a file keeps that file's mode.
-        if exists, type == S_IFREG { _ = fchmod(fd, info.st_mode & 0o7777) }
+        // A new file is 0600; a picture that replaces a file keeps that file's owner and mode. Another user's
+        // file that this user may not give back to them (not root) is written in place instead, as the other
+        // commands write their outputs: it stays theirs.
+        if exists, type == S_IFREG {
+            if info.st_uid != geteuid() || info.st_gid != getegid(), fchown(fd, info.st_uid, info.st_gid) != 0 {
+                Glibc.close(fd)
+                if let named { unlink(named) }
+                let inPlace = open(target, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY)
+                guard inPlace >= 0 else { throw CommandFailure.cannotCreate("cannot open \(argument): \(String(cString: strerror(errno)))") }
+                descriptor = inPlace
+                rename = nil
+                return
+            }
+            _ = fchmod(fd, info.st_mode & 0o7777)
+        }
         descriptor = fd
         rename = (named, "\(folder)/.\(base).\(getpid()).tmp", target)
     }

@@ -53,6 +53,7 @@ struct Replay: AsyncParsableCommand {
         let file = self.file == "-" ? "/dev/stdin" : self.file
         let settings = try await policyOptions.resolve()
         try ReplayOptions.checkReadable(file)
+        try OutputPathCheck.check(output, isNot: self.file)
         let script: LifecycleScript
         do { script = try LifecycleScript(parsing: lifecycle ?? "") } catch { throw CommandFailure.usage(error.message) }
 

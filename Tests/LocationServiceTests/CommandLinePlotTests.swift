@@ -57,6 +57,61 @@ struct CommandLinePlotTests {
         #expect(fromDirectory.status == 66 && fromDirectory.stderr.contains("is a directory"))
     }
 
+    @Test("an endless device or pipe is refused from its first bytes: /dev/zero is 66, zeros from a pipe 65, and nothing is copied to the temporary directory")
+    func endlessInputsAreRefusedAtOnce() throws {
+        let directory = TemporaryDirectory()
+        let spool = directory.file("tmp")
+        #expect(mkdir(spool, 0o700) == 0)
+        let device = try Tool.run("locationctl", ["plot", "/dev/zero", "--output", directory.file("a.svg")], environment: ["TMPDIR": spool], in: directory)
+        #expect(device.status == 66, "\(device.stderr)")
+        #expect(device.stderr == "locationctl: /dev/zero: is a device, not a GPX or JSON lines file; plot reads files and pipes\n", "\(device.stderr)")
+        // A pipe that never ends: refused at its first bytes, so the writer gets SIGPIPE long before 10 GB.
+        let pipe = try Tool.run(
+            "/bin/sh", ["-c", "head -c 10000000000 /dev/zero | \"$0\" plot - --output \"$1\"", Tool.path("locationctl"), directory.file("b.svg")],
+            environment: ["TMPDIR": spool], timeout: 30, in: directory)
+        #expect(pipe.status == 65, "\(pipe.stderr)")
+        #expect(pipe.stderr.contains("standard input is neither GPX nor locationctl's JSON lines"), "\(pipe.stderr)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? ["?"]).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("a.svg")) && !FileManager.default.fileExists(atPath: directory.file("b.svg")))
+    }
+
+    @Test(
+        "a picture over another user's file keeps that user as its owner: given back by root, written in place by anyone else",
+        .enabled(if: getuid() == 0, "switching users needs root"))
+    func replacedFileKeepsItsOwner() throws {
+        let directory = TemporaryDirectory()
+        chmod(directory.path, 0o755)
+        let track = try directory.track(count: 20)
+        chmod(track, 0o644)
+        let ctl = directory.file("locationctl")
+        try FileManager.default.copyItem(atPath: Tool.path("locationctl"), toPath: ctl)
+        chmod(ctl, 0o755)
+        let owner = { (path: String) -> uid_t in
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_uid : .max
+        }
+        // Root replaces nobody's picture: nobody's still.
+        let theirs = directory.file("theirs.svg")
+        try Data("old".utf8).write(to: URL(fileURLWithPath: theirs))
+        #expect(chown(theirs, 65534, 65534) == 0)
+        #expect(try Tool.run("locationctl", ["plot", track, "--output", theirs], in: directory).status == 0)
+        #expect(owner(theirs) == 65534)
+        #expect(try String(contentsOfFile: theirs, encoding: .utf8).contains("<svg"))
+
+        // Nobody writes over root's file that anyone may write, in a directory anyone may write: in place.
+        let shared = directory.file("shared")
+        #expect(mkdir(shared, 0o777) == 0 && chmod(shared, 0o777) == 0)
+        let roots = shared + "/roots.svg"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: roots))
+        #expect(chmod(roots, 0o666) == 0)
+        let result = try Tool.run(
+            ctl, ["plot", track, "--output", roots],
+            launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "{}"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(owner(roots) == 0, "root's file stays root's")
+        #expect(try String(contentsOfFile: roots, encoding: .utf8).contains("<svg"))
+    }
+
     @Test("a last JSON line cut off mid-way is left out with one line, and the rest is drawn")
     func truncatedLastLine() throws {
         let directory = TemporaryDirectory()

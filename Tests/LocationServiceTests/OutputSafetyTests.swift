@@ -49,6 +49,34 @@ struct OutputSafetyTests {
         #expect(Self.mode(fresh) == 0o600, "a location history is personal data")
     }
 
+    @Test("an output that is the input (itself, through a link, or the file standard input reads) is exit 64 in one line, and the track is untouched")
+    func outputThatIsTheInputIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 50)
+        let original = try Data(contentsOf: URL(fileURLWithPath: track))
+        let link = directory.file("link.gpx")
+        #expect(symlink(track, link) == 0)
+        let cases: [[String]] = [
+            ["replay", track, "--fast", "--output", track],
+            ["replay", track, "--fast", "--format", "gpx", "--output", link],
+            ["plot", track, "--output", track],
+            ["plot", link, "--output", track],
+        ]
+        for arguments in cases {
+            let result = try Tool.run("locationctl", arguments, in: directory)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("is the input file; writing it would destroy the track"), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: track)) == original, "\(arguments): the track is as it was")
+        }
+        // Standard input redirected from the track.
+        let piped = try Tool.run(
+            "/bin/sh", ["-c", "exec \"$0\" replay - --fast --output \"$1\" < \"$1\"", Tool.path("locationctl"), track], in: directory)
+        #expect(piped.status == 64, "\(piped.stderr)")
+        #expect(piped.stderr.contains("is the file standard input reads"), "\(piped.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: track)) == original)
+    }
+
     @Test("a FIFO and a device are written to, not replaced by a regular file")
     func fifoAndDeviceAreWrittenTo() throws {
         let directory = TemporaryDirectory()
