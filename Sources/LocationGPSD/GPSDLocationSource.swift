@@ -22,7 +22,7 @@ import Synchronization
 ///   reconnects with capped exponential backoff; when data flows again the next report announces
 ///   `.status(.hasFix)` or `.status(.noFix)`.
 ///
-/// What gpsd sends is checked before anything is taken from it (see the README's guarantees):
+/// What gpsd sends is checked before anything is taken from it (see the guarantees in docs/TESTING.md):
 ///
 /// - Each line must be one well-formed JSON object with a `class`, at most 64 KiB long. Anything else
 ///   (garbage, a cut line, `NaN` or `Infinity`, two objects on a line, a longer line) is skipped and
