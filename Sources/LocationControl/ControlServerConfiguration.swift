@@ -10,6 +10,11 @@ package struct ControlServerConfiguration: Sendable, Hashable {
     ///
     /// A connection beyond it receives one `too-many-connections` failure line and is closed.
     package var maxConnections: Int
+    /// The most connections one user (but root) may have open. Default a quarter of ``maxConnections``.
+    ///
+    /// A user at the limit whose connections are all busy is refused; the last few places of
+    /// ``maxConnections`` are root's alone, so that one user (or a few) never locks everyone out.
+    package var maxConnectionsPerUser: Int
     /// The most bytes of unsent output held for one connection. Default 1 MiB.
     ///
     /// Event lines that do not fit are dropped and counted; once the buffer drains the watcher receives
@@ -46,8 +51,10 @@ package struct ControlServerConfiguration: Sendable, Hashable {
         stallTimeout: Duration = .seconds(30),
         maxPendingRequests: Int = 16,
         maxTotalOutputBuffer: Int = 64 * 1024 * 1024,
-        socketGroup: UInt32? = nil
+        socketGroup: UInt32? = nil,
+        maxConnectionsPerUser: Int? = nil
     ) {
+        self.maxConnectionsPerUser = maxConnectionsPerUser ?? max(1, maxConnections / 4)
         self.socketGroup = socketGroup
         self.maxTotalOutputBuffer = maxTotalOutputBuffer
         self.maxRequestLength = maxRequestLength

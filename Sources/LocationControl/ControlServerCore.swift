@@ -409,21 +409,35 @@ final class ControlServerCore: Sendable {
                     return
                 }
             }
-            if state.connections.count >= configuration.maxConnections, !evictIdleConnection(&state) {
-                refuse(fd, .tooManyConnections, "the daemon already serves \(configuration.maxConnections) connections, all busy")
+            let uid = UnixSocket.peerUID(fd) ?? .max
+            // One user may not take every connection: beyond their share they must close one of their own,
+            // and the last few places are root's, so that an administrator can always get in.
+            if uid != 0 {
+                let mine = state.connections.values.lazy.filter { $0.peerUID == uid }.count
+                if mine >= configuration.maxConnectionsPerUser, !evictIdleConnection(&state, of: uid) {
+                    refuse(
+                        fd, .tooManyConnections,
+                        "this user already has \(mine) connections to the daemon, all busy (at most \(configuration.maxConnectionsPerUser) per user); close one")
+                    continue
+                }
+            }
+            let rootOnly = min(8, configuration.maxConnections / 8)
+            let limit = uid == 0 ? configuration.maxConnections : configuration.maxConnections - rootOnly
+            if state.connections.count >= limit, !evictIdleConnection(&state) {
+                refuse(fd, .tooManyConnections, "the daemon already serves \(state.connections.count) connections, all busy")
                 continue
             }
-            register(fd, in: &state)
+            register(fd, uid: uid, in: &state)
         }
     }
 
     /// Makes room for a new client by closing one idle connection (no request in flight, not watching): the
-    /// oldest of the user who holds the most connections, so that one user's idle crowd cannot lock others
-    /// out. Returns whether one was closed.
-    private func evictIdleConnection(_ state: inout ServerState) -> Bool {
+    /// oldest of the user who holds the most connections (or of `uid`, when given), so that one user's idle
+    /// crowd cannot lock others out. Returns whether one was closed.
+    private func evictIdleConnection(_ state: inout ServerState, of uid: UInt32? = nil) -> Bool {
         var perUser: [UInt32: Int] = [:]
         for connection in state.connections.values { perUser[connection.peerUID, default: 0] += 1 }
-        let victim = state.connections.filter { $0.value.isIdle }
+        let victim = state.connections.filter { $0.value.isIdle && (uid == nil || $0.value.peerUID == uid) }
             .max { lhs, rhs in
                 let (left, right) = (perUser[lhs.value.peerUID] ?? 0, perUser[rhs.value.peerUID] ?? 0)
                 return left != right ? left < right : lhs.key > rhs.key  // more connections first, then the oldest
@@ -457,7 +471,7 @@ final class ControlServerCore: Sendable {
     }
 
     /// Adds an accepted connection and starts the task that answers its requests in order.
-    private func register(_ fd: Int32, in state: inout ServerState) {
+    private func register(_ fd: Int32, uid: UInt32, in state: inout ServerState) {
         let id = state.nextID
         state.nextID += 1
         let (stream, continuation) = AsyncStream.makeStream(
@@ -468,7 +482,7 @@ final class ControlServerCore: Sendable {
         }
         var entry = ConnectionState(fd: fd, requests: continuation)
         entry.task = task
-        entry.peerUID = UnixSocket.peerUID(fd) ?? .max
+        entry.peerUID = uid
         state.connections[id] = entry
     }
 
