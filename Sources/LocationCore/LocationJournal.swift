@@ -120,9 +120,16 @@ package final class LocationJournal: Sendable {
     /// Takes the exclusive lock on `PATH.lock` and writes this process's pid into it.
     private static func lock(_ path: String) throws(LocationError) -> Int32 {
         let lockPath = path + ".lock"
-        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             throw LocationError(.journalIO, "cannot open the journal's lock file \(lockPath): \(String(cString: strerror(errno)))")
+        }
+        // The pid is written into it: never into another file that a hard link (or a FIFO) put under the name.
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else {
+            Glibc.close(fd)
+            throw LocationError(
+                .journalIO, "the journal's lock file \(lockPath) is not a regular file of its own (a link to another?); remove it")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let reason = errno

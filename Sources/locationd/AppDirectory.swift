@@ -89,6 +89,14 @@ struct AppDirectory: Sendable {
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw LocationError(.journalIO, "the journal directory \(directory) may be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))), who could plant files locationd would write through; use a directory only its owner can write (chmod 700), such as /var/lib/locationd")
         }
+        guard info.st_uid == geteuid() else {
+            throw LocationError(.journalIO, "the journal directory \(directory) belongs to uid \(info.st_uid), not to locationd's user (uid \(geteuid())); use a directory of its own, such as /var/lib/locationd")
+        }
+        // A journal that is there already must be the daemon's own (another user's file could be read by them).
+        var file = stat()
+        if lstat(journal, &file) == 0, file.st_mode & S_IFMT == S_IFREG, file.st_uid != geteuid() {
+            throw LocationError(.journalIO, "the journal \(journal) belongs to uid \(file.st_uid), not to locationd's user (uid \(geteuid())); move it away, and locationd starts a new one")
+        }
     }
 
     /// The apps with a journal here, by owner then id, as a restart finds them; names that are not a
@@ -97,7 +105,8 @@ struct AppDirectory: Sendable {
         let owners = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         var found: [(owner: UInt32, app: String)] = []
         for ownerName in owners.sorted() {
-            guard let owner = UInt32(ownerName) else { continue }
+            // Only a plain uid (no sign, no leading zero), as the daemon itself names them.
+            guard let owner = UInt32(ownerName), owner != UInt32.max, String(owner) == ownerName else { continue }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: "\(path)/\(ownerName)")) ?? []
             for name in names.sorted() where name.hasSuffix(".journal") {
                 let app = String(name.dropLast(".journal".count))
