@@ -94,8 +94,13 @@ final class LocationDaemon: Service, Sendable {
     private func makeApp(_ id: String, owner: UInt32, restoring: Bool) throws(LocationError) -> AppSession {
         var appSettings = settings
         if let appDirectory {
-            appSettings.journalPath = appDirectory.files(app: id, owner: owner).journal
+            let files = appDirectory.files(app: id, owner: owner)
+            appSettings.journalPath = files.journal
             try appDirectory.createDirectories(for: owner, app: id)
+            // A new app without a journal starts clean: files left by a removal a crash cut short (an outbox,
+            // a state record) are not its own.
+            var info = stat()
+            if !restoring, lstat(files.journal, &info) != 0 { files.removeAll() }
         } else {
             appSettings.journalPath = nil
         }
@@ -147,7 +152,7 @@ final class LocationDaemon: Service, Sendable {
     private func restoreApps() {
         guard let appDirectory else { return }
         for (owner, id) in appDirectory.journaledApps() {
-            guard apps.value.count < settings.maxApps else {
+            guard appCount < settings.maxApps else {
                 logger.warning("not restoring the app \(id): already \(settings.maxApps) apps (apps.max)")
                 continue
             }
@@ -161,6 +166,9 @@ final class LocationDaemon: Service, Sendable {
             }
         }
     }
+
+    /// How many apps there are besides `default` (what `apps.max` bounds).
+    private var appCount: Int { apps.withLock { $0.count - 1 } }
 
     /// The app a connection acts on; `nil` after an `open` that failed, so that what was sent after it
     /// never falls back to the shared app.
@@ -233,7 +241,7 @@ final class LocationDaemon: Service, Sendable {
             guard create, let owner = key.owner else {
                 return .refused(.failure("no-such-app", "locationd has no app \(id)\(whose); create it with locationctl state --app \(id) active (or another state)"))
             }
-            guard apps.value.count < settings.maxApps else {
+            guard appCount < settings.maxApps else {
                 return .refused(.failure("too-many-apps", "locationd already serves \(settings.maxApps) apps (apps.max); cannot open \(id)"))
             }
             let owned = apps.value.keys.filter { $0.owner == owner }.count
@@ -289,6 +297,11 @@ final class LocationDaemon: Service, Sendable {
     /// long (no connection has them open or watches them), with what they held.
     func dropExpiredApps(at date: Date) {
         let inUse = Set(connectionApps.value.values)
+        creating.withLock { _ in dropExpired(at: date, inUse: inUse) }
+    }
+
+    /// What ``dropExpiredApps(at:)`` does, with creation held back.
+    private func dropExpired(at date: Date, inUse: Set<AppKey>) {
         let expired = apps.withLock { apps -> [(AppSession, String)] in
             var expired: [(AppSession, String)] = []
             for (key, app) in apps where key != .shared {
@@ -324,14 +337,19 @@ final class LocationDaemon: Service, Sendable {
         guard key != .shared else {
             return .failure(.badRequest, "the app default is shared by every client and cannot be removed")
         }
-        enum Outcome { case absent, attached, removed(AppSession) }
+        enum Outcome { case absent, attached, removed(AppSession, held: Int) }
+        // Ended and its files deleted before another open of the name may create it again.
         let outcome = creating.withLock { _ -> Outcome in
-            apps.withLock { apps in
+            let found = apps.withLock { apps -> Outcome in
                 guard let app = apps[key] else { return .absent }
                 guard !app.isAttached else { return .attached }
                 apps[key] = nil
-                return .removed(app)
+                return .removed(app, held: 0)
             }
+            guard case .removed(let app, _) = found else { return found }
+            let held = app.manager.heldCount + app.outbox.count
+            end(app)
+            return .removed(app, held: held)
         }
         switch outcome {
         case .absent:
@@ -339,10 +357,8 @@ final class LocationDaemon: Service, Sendable {
             return .failure("no-such-app", "locationd has no app \(id)\(whose) to remove")
         case .attached:
             return .failure("app-in-use", "the app \(id) is connected to locationd: quit it (or stop its updates) first")
-        case .removed(let app):
-            let held = app.manager.heldCount + app.outbox.count
+        case .removed(let app, let held):
             logger.notice("removed the app \(id) of uid \(key.owner.map(String.init) ?? "?") with the \(held) fixes it held, as uid \(connection.peerUID.map(String.init) ?? "?") asked")
-            end(app)
             // Its watchers learn why nothing more comes, and are let go.
             let removed = LocationError(LocationError.Code(rawValue: "app-removed"), "the app \(id) was removed")
             server.withLock { $0 }?.close(app.watchers, after: JSONLineEncoder.line(.error(removed)))
