@@ -71,6 +71,11 @@ package struct ReplayOptions: ParsableArguments {
             throw CommandFailure.missingInput("\(path): \(reason)")
         }
         if info.st_mode & S_IFMT == S_IFDIR { throw CommandFailure.missingInput("\(path): is a directory, not a GPX file") }
+        // A device (/dev/zero, /dev/urandom) never ends; standard input may be one (a terminal) and is read as given.
+        let type = info.st_mode & S_IFMT
+        if type == S_IFCHR || type == S_IFBLK, path != "/dev/stdin" {
+            throw CommandFailure.missingInput("\(path): is a device, not a GPX file")
+        }
         guard access(path, R_OK) == 0 else {
             throw CommandFailure.missingInput("\(path): \(String(cString: strerror(errno)))")
         }

@@ -13,7 +13,8 @@ struct LocationCtl: AsyncParsableCommand {
             wanted), 64 usage, 65 bad input data, 66 input file missing, 69 gpsd or locationd unreachable, \
             73 output file cannot be created, 74 output cannot be written (a full disk), 75 no fix within \
             the timeout, 77 not allowed to use locationd's socket. --output opens the path itself: an \
-            existing file keeps its mode and links, a new one is created 0600, a FIFO or device is written to. \
+            existing file keeps its mode, owner and links, a new one is created 0600, a FIFO or device is written \
+            to (plot alone writes a new file and renames it over the old one once complete, keeping its mode and owner). \
             SIGINT, SIGTERM and SIGHUP end a command cleanly, completing its output (a GPX document stays \
             valid), and exit 130, 143 and 129 (128 + the signal, as a shell reports it), so that a script \
             can tell an interrupted run from a finished one; a watch ended by --count or --duration exits 0. \
