@@ -111,6 +111,53 @@ struct AppIsolationTests {
         #expect(((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("the app watched was removed"))
     }
 
+    @Test(
+        "one user's crowd of watchers takes at most a quarter of the connections: another user and root still get in",
+        .enabled(if: getuid() == 0 && SocketGroupTests.group != nil, "switching users needs root, and the group users must exist"),
+        .timeLimit(.minutes(1)))
+    func oneUserCannotTakeEveryConnection() throws {
+        let (daemon, ctl, gid) = try Self.sharedDaemon()
+        // nobody opens 200 watchers and holds them until its standard input closes.
+        let script = """
+            import socket, sys
+            held, refused = [], 0
+            for _ in range(200):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+                try:
+                    s.sendall(b'{"command":"watch"}\\n'); reply = s.recv(4096)
+                except OSError:
+                    reply = b'too-many-connections'
+                if b'too-many-connections' in reply: refused += 1; s.close()
+                else: held.append(s)
+            print(len(held), refused, flush=True)
+            sys.stdin.read()
+            """
+        let crowd = Process()
+        crowd.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        crowd.arguments = ["--reuid=65534", "--regid=65534", "--groups=\(gid)", "/usr/bin/python3", "-c", script, daemon.socket]
+        let input = Pipe(), output = Pipe()
+        crowd.standardInput = input
+        crowd.standardOutput = output
+        try crowd.run()
+        defer {
+            try? input.fileHandleForWriting.close()
+            crowd.waitUntilExit()
+        }
+        var printed = ""
+        for _ in 0..<100 where !printed.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            printed += String(decoding: chunk, as: UTF8.self)
+        }
+        let counts = printed.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+        #expect(counts == [128, 72], "512 connections, a quarter per user: \(printed)")
+        let other = try Tool.run(
+            ctl, ["status", "--socket", daemon.socket],
+            launcher: ["/usr/bin/setpriv", "--reuid=1", "--regid=1", "--groups=\(gid)", "{}"], in: daemon.directory)
+        #expect(other.status == 0, "another user gets in: \(other.stderr)")
+        #expect(try daemon.ctl(["status"]).status == 0, "root gets in")
+    }
+
     @Test("an app nobody uses is dropped after apps.keepAbandoned, with its files; one that is watched is kept", .timeLimit(.minutes(1)))
     func unusedAppsExpire() throws {
         let directory = TemporaryDirectory()
@@ -207,6 +254,77 @@ extension AppIsolationTests {
         #expect(open.stderr.contains("may be used by other users (mode 755)"), "\(open.stderr)")
         #expect(chmod(state + "/apps/\(getuid())", 0o700) == 0)
         #expect(try daemon.ctl(["state", "background", "--app", "pwn"]).status == 0, "a private directory of its own is used")
+    }
+}
+
+extension AppIsolationTests {
+    @Test(
+        "a journal directory or journal of another user, a lock file that is a hard link, are refused at start (73) and left as they were",
+        .enabled(if: getuid() == 0, "giving files to another user needs root"))
+    func foreignJournalFilesAreRefused() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let start = { (journal: String) throws -> ToolResult in
+            try Tool.run("locationd", ["--replay", track, "--socket", directory.file("run/c.sock"), "--journal", journal], timeout: 30, in: directory)
+        }
+        let theirs = directory.file("theirs")
+        #expect(mkdir(theirs, 0o700) == 0 && chown(theirs, 65534, 65534) == 0)
+        let inTheirs = try start(theirs + "/held.journal")
+        #expect(inTheirs.status == 73, "\(inTheirs.stderr)")
+        #expect(inTheirs.stderr.contains("belongs to uid 65534"), "\(inTheirs.stderr)")
+
+        let mine = directory.file("mine")
+        #expect(mkdir(mine, 0o700) == 0)
+        #expect(FileManager.default.createFile(atPath: mine + "/held.journal", contents: Data()) && chown(mine + "/held.journal", 65534, 65534) == 0)
+        let foreignFile = try start(mine + "/held.journal")
+        #expect(foreignFile.status == 73, "\(foreignFile.stderr)")
+        #expect(foreignFile.stderr.contains("the journal \(mine)/held.journal belongs to uid 65534"), "\(foreignFile.stderr)")
+        unlink(mine + "/held.journal")
+
+        let victim = directory.file("victim")
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: victim))
+        #expect(link(victim, mine + "/held.journal.lock") == 0)
+        let linked = try start(mine + "/held.journal")
+        #expect(linked.status == 73, "\(linked.stderr)")
+        #expect(linked.stderr.contains("is not a regular file of its own"), "\(linked.stderr)")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "the linked file is untouched")
+    }
+
+    @Test("a restart restores only apps under plain uid directories, and a new app never takes up what a cut-short removal left")
+    func leftoversAreNotRestored() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.file("state")
+        #expect(mkdir(state, 0o700) == 0)
+        let journal = state + "/held.journal"
+        let first = try RunningDaemon(directory: directory, extra: ["--journal", journal])
+        #expect(try first.ctl(["state", "suspended", "--app", "ob"]).status == 0)
+        #expect(try eventually(20) { try first.appStatus("ob").held > 0 })
+        // Back in the foreground with nobody watching: the batch waits in the outbox, unacknowledged.
+        #expect(try first.ctl(["state", "active", "--app", "ob"]).status == 0)
+        #expect(try eventually(20) { try first.appStatus("ob").unacknowledged ?? 0 > 0 })
+        first.kill9()
+        let apps = state + "/apps/\(getuid())"
+        // What a removal cut short by kill -9 leaves: the journal gone, the rest still there.
+        unlink(apps + "/ob.journal")
+        #expect(FileManager.default.fileExists(atPath: apps + "/ob.journal.outbox"))
+        // A uid directory that is not written as the daemon writes it: a copy of the app under "0" + uid.
+        let odd = state + "/apps/0\(getuid())"
+        #expect(mkdir(odd, 0o700) == 0)
+        #expect(FileManager.default.createFile(atPath: odd + "/planted.journal", contents: Data()))
+        let second = try RunningDaemon(directory: directory, extra: ["--journal", journal])
+        let listed = try ControlClient.request(.apps, path: second.socket).decode([DaemonStatus].self, forKey: "apps").compactMap(\.app)
+        #expect(listed == ["default"], "\(listed)")
+        #expect(try second.ctl(["state", "active", "--app", "ob"]).status == 0)
+        let fresh = try second.appStatus("ob")
+        #expect(fresh.held == 0 && fresh.unacknowledged == 0, "nothing of the removed app: \(fresh)")
+    }
+
+    @Test("replay refuses a device such as /dev/zero at once: 66, one line")
+    func replayRefusesDevices() throws {
+        let directory = TemporaryDirectory()
+        let result = try Tool.run("locationctl", ["replay", "/dev/zero", "--fast"], timeout: 30, in: directory)
+        #expect(result.status == 66, "\(result.stderr)")
+        #expect(result.stderr == "locationctl: /dev/zero: is a device, not a GPX file\n", "\(result.stderr)")
     }
 }
 
