@@ -123,9 +123,9 @@ package final class LifecycleStateFile: Sendable {
     }
 
     /// The first 64 KiB of a regular file (a record is about 200 bytes; more is not a record), read with
-    /// plain system calls; the errno when it cannot be read.
+    /// plain system calls, never through a link; the errno when it cannot be read.
     private static func readSmallFile(_ path: String) -> Result<[UInt8], SystemErrno> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else { return .failure(SystemErrno(errno)) }
         defer { close(fd) }
         var info = stat()
