@@ -146,75 +146,121 @@ enum DaemonClient {
         }
     }
 
-    /// Streams the daemon's events into `writer` until the limits, a signal, the duration, or the daemon ends it.
+    /// Streams the daemon's events into `writer` until the limits, a signal or the duration end it.
+    ///
+    /// When the daemon goes away after the watch began (restarted, upgraded, killed), the watch says so in
+    /// the stream (a `source-unavailable` error) and connects again, at 0.25 s doubling to 5 s, for as long
+    /// as it runs; what the daemon held meanwhile comes on the new connection. A refusal (another user's
+    /// socket, an app that is gone) ends it.
     static func watch(
         socket: String, writer: EventWriter, limits: WatchLimits, interrupts: UnixSignalsSequence, duration: Duration?,
         app: String? = nil, policy: AppPolicy? = nil
     ) async throws -> CommandFailure? {
-        let client: ControlClient
-        let lines: AsyncThrowingStream<[UInt8], any Error>
+        let first: (ControlClient, AsyncThrowingStream<[UInt8], any Error>)
         do {
-            client = try ControlClient(path: socket)
-            if app != nil || policy != nil {
-                _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, create: false, policy: policy ?? AppPolicy()))
-            }
-            lines = try client.watch()
+            first = try connectAndWatch(socket: socket, app: app, policy: policy)
         } catch {
             throw failure(error, socket: socket)
         }
+        let current = Locked<ControlClient?>(first.0)
         let problem = Locked<CommandFailure?>(nil)
         let reader = Task {
-            // A held batch being written: its id, and how many of its fixes are still to be written.
-            var batch: (id: String, remaining: Int)?
-            do {
-                for try await line in lines {
-                    // The replies to this watch's acknowledgements.
-                    if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
-                    do throws(LocationError) {
-                        // An event type a newer daemon sends is skipped, not an end to watching.
-                        guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
-                        // Acknowledged from within the write, which comes before the watch may end (on the
-                        // --count that the batch's last fix reaches): the ack is sent before the connection closes.
-                        var written = false
-                        limits.handle(event) { event in
-                            writer.write(event)
-                            written = writer.failure == nil
-                            guard written else { return }
-                            switch event {
-                            case .batch(let count, _, let id?) where count > 0:
-                                batch = (id, count)
-                            case .location where batch != nil:
-                                batch?.remaining -= 1
-                                // Written whole: the daemon may let go of the batch.
-                                if let done = batch, done.remaining == 0 {
-                                    batch = nil
-                                    try? client.send(.acknowledge(batch: done.id))
-                                }
-                            default:
-                                batch = nil
-                            }
-                        }
-                        if !written { batch = nil }
+            var lines = first.1
+            var delay = Duration.milliseconds(250)
+            while !Task.isCancelled {
+                let ended = await read(lines, from: socket, client: current, writer: writer, limits: limits, problem: problem)
+                guard ended, problem.value == nil, !Task.isCancelled else { break }
+                limits.handle(.error(LocationError(.sourceUnavailable, "locationd at \(socket) went away; connecting again"))) { writer.write($0) }
+                // Connects again until it works, a refusal ends the watch, or the watch ends.
+                var reconnected = false
+                while !reconnected, !Task.isCancelled {
+                    try? await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(5))
+                    do throws(ControlError) {
+                        let next = try connectAndWatch(socket: socket, app: app, policy: policy)
+                        current.withLock { $0 = next.0 }
+                        lines = next.1
+                        reconnected = true
+                        delay = .milliseconds(250)
                     } catch {
-                        problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
+                        let passing: [ControlError.Code] = [.notListening, .connectionClosed, .io, .timeout, .shuttingDown, .tooManyConnections]
+                        if passing.contains(error.code) { continue }
+                        problem.withLock { $0 = failure(error, socket: socket) }
                         break
                     }
                 }
-                if problem.value == nil {
-                    problem.withLock { $0 = .unavailable("locationd at \(socket) closed the event stream") }
-                }
-            } catch let error as ControlError {
-                problem.withLock { $0 = failure(error, socket: socket) }
-            } catch {
-                problem.withLock { $0 = .unavailable("locationd at \(socket): \(error)") }
+                guard reconnected else { break }
             }
             limits.finish(.done)
         }
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
         reader.cancel()
-        client.close()
+        current.value?.close()
         if outcome == .done, limits.reachedCount { return nil }
         if case .interrupted(let signal) = outcome { return .interrupted(by: signal) }
         return outcome == .done ? problem.value : nil
+    }
+
+    /// Connects, opens the app when one is named, and watches.
+    private static func connectAndWatch(
+        socket: String, app: String?, policy: AppPolicy?
+    ) throws(ControlError) -> (ControlClient, AsyncThrowingStream<[UInt8], any Error>) {
+        let client = try ControlClient(path: socket)
+        if app != nil || policy != nil {
+            _ = try client.request(.open(app: app ?? ControlRequest.defaultApp, create: false, policy: policy ?? AppPolicy()))
+        }
+        return (client, try client.watch())
+    }
+
+    /// Writes one connection's events until its stream ends. Returns `true` when the daemon closed it (or
+    /// the connection broke), `false` when the watch must end (bad data, set in `problem`).
+    private static func read(
+        _ lines: AsyncThrowingStream<[UInt8], any Error>, from socket: String, client: Locked<ControlClient?>,
+        writer: EventWriter, limits: WatchLimits, problem: Locked<CommandFailure?>
+    ) async -> Bool {
+        // A held batch being written: its id, and how many of its fixes are still to be written.
+        var batch: (id: String, remaining: Int)?
+        do {
+            for try await line in lines {
+                // The replies to this watch's acknowledgements.
+                if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
+                do throws(LocationError) {
+                    // An event type a newer daemon sends is skipped, not an end to watching.
+                    guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
+                    // Acknowledged from within the write, which comes before the watch may end (on the
+                    // --count that the batch's last fix reaches): the ack is sent before the connection closes.
+                    var written = false
+                    limits.handle(event) { event in
+                        writer.write(event)
+                        written = writer.failure == nil
+                        guard written else { return }
+                        switch event {
+                        case .batch(let count, _, let id?) where count > 0:
+                            batch = (id, count)
+                        case .location where batch != nil:
+                            batch?.remaining -= 1
+                            // Written whole: the daemon may let go of the batch.
+                            if let done = batch, done.remaining == 0 {
+                                batch = nil
+                                try? client.value?.send(.acknowledge(batch: done.id))
+                            }
+                        default:
+                            batch = nil
+                        }
+                    }
+                    if !written { batch = nil }
+                } catch {
+                    problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
+                    return false
+                }
+            }
+            return true
+        } catch let error as ControlError where error.code == .permissionDenied || error.code == .untrustedPeer {
+            problem.withLock { $0 = failure(error, socket: socket) }
+            return false
+        } catch {
+            // The connection broke (the daemon was killed): as a closed stream.
+            return true
+        }
     }
 }
