@@ -55,20 +55,19 @@ package struct ControlSocketChoice: Sendable, Hashable {
     }
 }
 
-/// `--config` and `--socket` for the commands that talk to locationd (`current`, `state`, `status`).
+/// `--config`, `--socket` and `--app` for the commands that talk to locationd about an app (`current`,
+/// `state`, `status`).
 package struct DaemonOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
     package init() {}
 
-    @Option(help: ArgumentHelp(
-        "locationd's control socket; nothing else is tried. Default: LOCATIOND_SOCKET, else the configuration's socket, else $XDG_RUNTIME_DIR/locationd/control.sock and then /run/locationd/control.sock.",
-        valueName: "PATH"))
-    /// `--socket`: the only socket tried when given.
-    package var socket: String?
+    /// `--socket` and `--config`.
+    @OptionGroup package var connection: DaemonSocketOptions
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
+    /// `--socket`: the only socket tried when given.
+    package var socket: String? { connection.socket }
     /// `--config`: the configuration file, instead of the user's.
-    package var config: String?
+    package var config: String? { connection.config }
 
     @Option(help: ArgumentHelp(
         "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when the state command first sets a state or policy for it, and then yours alone. Without it: the app every client shares, named default.",
@@ -83,6 +82,28 @@ package struct DaemonOptions: ParsableArguments {
             throw ValidationError("--app: " + error.message.replacingOccurrences(of: "\"app\" ", with: ""))
         }
     }
+
+    /// The settings (``CommandSettings``: file, then environment) and the sockets to try.
+    package func resolve() async throws(CommandFailure) -> (settings: ServiceConfiguration, sockets: ControlSocketChoice) {
+        try await connection.resolve()
+    }
+}
+
+/// `--config` and `--socket`: which locationd to talk to. Alone for the commands about locationd as a whole
+/// (`apps`), which name no app.
+package struct DaemonSocketOptions: ParsableArguments {
+    /// Creates the options (ArgumentParser fills them in).
+    package init() {}
+
+    @Option(help: ArgumentHelp(
+        "locationd's control socket; nothing else is tried. Default: LOCATIOND_SOCKET, else the configuration's socket, else $XDG_RUNTIME_DIR/locationd/control.sock and then /run/locationd/control.sock.",
+        valueName: "PATH"))
+    /// `--socket`: the only socket tried when given.
+    package var socket: String?
+
+    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
+    /// `--config`: the configuration file, instead of the user's.
+    package var config: String?
 
     /// The settings (``CommandSettings``: file, then environment) and the sockets to try.
     package func resolve() async throws(CommandFailure) -> (settings: ServiceConfiguration, sockets: ControlSocketChoice) {

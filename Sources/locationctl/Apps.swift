@@ -22,14 +22,10 @@ struct Apps: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print every app you may see (yours, and default; root sees every user's), with its status.")
 
-        @OptionGroup var daemon: DaemonOptions
+        @OptionGroup var daemon: DaemonSocketOptions
 
         @Option(help: ReportFormat.help)
         var format: ReportFormat = .text
-
-        func validate() throws {
-            if daemon.app != nil { throw ValidationError("apps list lists every app; it takes no --app") }
-        }
 
         func run() async throws {
             try await runReportingFailures {
@@ -45,7 +41,7 @@ struct Apps: AsyncParsableCommand {
             abstract: "Remove one of your apps: its session ends and the fixes it holds are deleted.",
             discussion: "An app that is connected to locationd is not removed: quit it first. Root may remove another user's app with --owner.")
 
-        @OptionGroup var daemon: DaemonOptions
+        @OptionGroup var daemon: DaemonSocketOptions
 
         @Argument(help: ArgumentHelp("The app's id.", valueName: "NAME"))
         var name: String
@@ -54,7 +50,6 @@ struct Apps: AsyncParsableCommand {
         var owner: UInt32?
 
         func validate() throws {
-            if daemon.app != nil { throw ValidationError("apps remove takes the app as its argument, not --app") }
             do throws(ControlError) { try ControlRequest.checkApp(name) } catch {
                 throw ValidationError(error.message.replacingOccurrences(of: "\"app\" ", with: "the app "))
             }
