@@ -7,6 +7,10 @@ import LocationGPX
 //   demo-track OUTPUT.gpx
 
 let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "--help" || arguments.first == "-h" {
+    print("usage: demo-track OUTPUT.gpx\n\nWrites the demo walk (15 minutes round the Neuer See in Berlin, one fix a second) as GPX.")
+    exit(0)
+}
 guard arguments.count == 1, let output = arguments.first, !output.hasPrefix("-") else {
     FileHandle.standardError.write(Data("usage: demo-track OUTPUT.gpx\n".utf8))
     exit(64)

@@ -39,14 +39,23 @@ enum DaemonClient {
         // A group's socket sits in a directory the group may enter (0750), which is as far as an outsider sees.
         let directory = FilePathText.parent(of: socket)
         var info = stat()
-        let shared = (stat(socket, &info) == 0 && info.st_mode & 0o060 == 0o060)
+        let socketSeen = stat(socket, &info) == 0
+        let hidden = !socketSeen && errno == EACCES
+        let shared = (socketSeen && info.st_mode & 0o060 == 0o060)
             || (stat(directory, &info) == 0 && info.st_mode & 0o050 == 0o050 && info.st_mode & 0o005 == 0)
         if shared, let name = getgrgid(info.st_gid).flatMap({ $0.pointee.gr_name.map { String(cString: $0) } }) {
             return "only locationd's user and the group \(name) may use it: "
                 + "join the group (sudo usermod -aG \(name) $USER, then log in again)"
         }
+        // The socket cannot even be seen: its directory keeps everyone else out, whatever the socket's mode (a
+        // directory left from an owner-only run keeps a group's members out too).
+        if hidden, stat(directory, &info) == 0 {
+            return "its directory \(directory) (mode \(String(info.st_mode & 0o777, radix: 8))) keeps other users out: run as the user "
+                + "locationd runs as, or, for a daemon shared with a group, let the group in (chgrp GROUP \(directory); chmod 750 \(directory))"
+        }
         return "the socket is owner-only: run as the user locationd runs as"
     }
+
 
     /// Whether a failure to reach `socket` lets the client try the next candidate: nothing listens there, or
     /// this user may not connect. Anything else (a daemon that answered, an impostor) ends the search.
@@ -227,6 +236,12 @@ enum DaemonClient {
                 do throws(LocationError) {
                     // An event type a newer daemon sends is skipped, not an end to watching.
                     guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
+                    // The watched app was removed: nothing more will come for it, and the watch ends.
+                    if case .error(let error) = event, error.code.rawValue == "app-removed" {
+                        limits.handle(event) { writer.write($0) }
+                        problem.withLock { $0 = .unavailable("locationd at \(socket): \(error.message)") }
+                        return false
+                    }
                     // Acknowledged from within the write, which comes before the watch may end (on the
                     // --count that the batch's last fix reaches): the ack is sent before the connection closes.
                     var written = false

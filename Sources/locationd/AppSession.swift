@@ -39,6 +39,8 @@ final class AppSession: Sendable {
     }
 
     private let links = Locked(Links())
+    /// The application whose state changes are saved; `nil` before the launch is done and once the daemon stops.
+    private let savingState: Locked<Application?>
 
     var application: Application { session.application }
     var manager: LocationManager { session.manager }
@@ -62,8 +64,9 @@ final class AppSession: Sendable {
         }
         let links = self.links
         // Set once the launch is done; until then the launch's own states are not saved (the init saves
-        // where it ended).
+        // where it ended). Cleared when the daemon stops, whose own changes are not the app's.
         let launched = Locked<Application?>(nil)
+        savingState = launched
         // A held batch is sent as one unit, its batch line and its location lines together, so that a watcher
         // gets all of it or none. The session emits those lines one after another in one call, never
         // interleaved with another line, so gathering them is counting within that call.
@@ -155,6 +158,12 @@ final class AppSession: Sendable {
         try stateFile?.save(session.application.applicationState)
     }
 
+    /// Saves no more state changes: the daemon is stopping (or ending the session), and what stopping does to
+    /// the app (its updates stopped, so a background app is suspended) is not where it was.
+    func stopSavingState() {
+        savingState.withLock { $0 = nil }
+    }
+
     /// Whether `uid` may use this session: its owner, root, or anyone for `default`.
     func admits(_ uid: UInt32?) -> Bool {
         guard let owner else { return true }
@@ -218,8 +227,12 @@ final class AppSession: Sendable {
 
     /// The policy saved by earlier opens, if the file holds a valid one.
     func savedPolicy() -> AppPolicy? {
-        guard let policyFile, let bytes = Self.readSmallFile(policyFile),
-            case .open(_, _, _, let policy, _)? = try? ControlRequest(line: bytes)
+        policyFile.flatMap(Self.savedPolicy(in:))
+    }
+
+    /// The policy saved in `path` (an `open` request line), if it holds a valid one.
+    static func savedPolicy(in path: String) -> AppPolicy? {
+        guard let bytes = readSmallFile(path), case .open(_, _, _, let policy, _)? = try? ControlRequest(line: bytes)
         else { return nil }
         return policy
     }

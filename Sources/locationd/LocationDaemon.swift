@@ -101,6 +101,11 @@ final class LocationDaemon: Service, Sendable {
             // a state record) are not its own.
             var info = stat()
             if !restoring, lstat(files.journal, &info) != 0 { files.removeAll() }
+            // Launched with its own background location mode, as it ran: an app that was in the background
+            // with the mode on resumes running there, not suspended for want of it.
+            if restoring, let mode = AppSession.savedPolicy(in: files.policy)?.backgroundLocation {
+                appSettings.backgroundLocation = mode
+            }
         } else {
             appSettings.journalPath = nil
         }
@@ -322,6 +327,7 @@ final class LocationDaemon: Service, Sendable {
 
     /// Ends an app's session and deletes its files.
     private func end(_ app: AppSession) {
+        app.stopSavingState()
         app.manager.shutdown()
         app.outbox.close()
         app.files?.removeAll()
@@ -434,6 +440,7 @@ final class LocationDaemon: Service, Sendable {
         sweep.cancel()
         logger.info("shutting down")
         let all = apps.value.values
+        for app in all { app.stopSavingState() }
         for app in all { app.manager.shutdown() }
         for app in all { await app.manager.waitForPendingDeliveries() }
         receiver.stop()

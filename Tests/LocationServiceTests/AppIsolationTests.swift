@@ -108,7 +108,10 @@ struct AppIsolationTests {
         #expect(eventually { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains(#""type":"location""#) })
         #expect(try daemon.ctl(["apps", "remove", "watched"]).status == 0)
         #expect(eventually { !watcher.isRunning }, "the watch ends")
-        #expect(((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("the app watched was removed"))
+        let stream = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+        #expect(stream.contains("the app watched was removed"))
+        #expect(!stream.contains("went away"), "the daemon did not go away: \(stream.suffix(500))")
+        #expect(watcher.terminationStatus == 69)
     }
 
     @Test(

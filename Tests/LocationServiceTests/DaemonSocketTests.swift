@@ -41,9 +41,12 @@ struct DaemonSocketTests {
                 let result = try Self.asNobody([ctl] + arguments + ["--socket", daemon.socket], in: daemon.directory)
                 let context = "\(layer), locationctl \(arguments.joined(separator: " ")): \(result.stderr)"
                 #expect(result.status == 77, "\(context)")
+                let advice = layer == "socket 0600"
+                    ? "the socket is owner-only: run as the user locationd runs as"
+                    : "its directory \(runDirectory) (mode 700) keeps other users out: run as the user locationd runs as, or, for a daemon "
+                        + "shared with a group, let the group in (chgrp GROUP \(runDirectory); chmod 750 \(runDirectory))"
                 #expect(
-                    result.stderr == "locationctl: permission denied connecting to \(daemon.socket): Permission denied; "
-                        + "the socket is owner-only: run as the user locationd runs as\n", "\(context)")
+                    result.stderr == "locationctl: permission denied connecting to \(daemon.socket): Permission denied; \(advice)\n", "\(context)")
                 #expect(result.stdout.isEmpty, "\(context)")
             }
         }
