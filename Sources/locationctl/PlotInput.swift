@@ -38,6 +38,10 @@ final class PlotInput {
     private var skippedUnknown: Int?
     /// Whether the note about a cut-off last line was made.
     private var notedTruncated = false
+    /// Whether the input is a copy of a file still being written, whose end may be cut off mid-point.
+    private var mayBeCutOff = false
+    /// Seconds since its last change within which a file is taken to be still written.
+    private static let stillWrittenWithin = 5.0
 
     /// The longest JSON line accepted: far above any event, small enough to bound memory.
     private static let maximumLineLength = 1 << 20
@@ -54,11 +58,22 @@ final class PlotInput {
         if info.st_mode & S_IFMT == S_IFCHR || info.st_mode & S_IFMT == S_IFBLK {
             throw CommandFailure.missingInput("\(name): is a device, not a GPX or JSON lines file; plot reads files and pipes")
         }
-        if info.st_mode & S_IFMT == S_IFREG {
+        // A file written in the last few seconds may still be growing (a watch's output): it is read from a
+        // copy of what it held at this moment, so that both reads see the same bytes; its last point may be cut
+        // off, and is then left out.
+        let recentlyWritten = Double(time(nil)) - Double(info.st_mtim.tv_sec) < Self.stillWrittenWithin
+        if info.st_mode & S_IFMT == S_IFREG, !recentlyWritten || Int(info.st_size) > Self.maximumSpool {
             guard access(given, R_OK) == 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
             path = given
             spool = nil
             title = argument == "-" ? name : (argument.split(separator: "/").last.map(String.init) ?? argument)
+        } else if info.st_mode & S_IFMT == S_IFREG {
+            guard access(given, R_OK) == 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
+            let copy = try Self.copyToTemporaryFile(given, name: name, upTo: Int(info.st_size))
+            spool = copy
+            path = "/proc/self/fd/\(copy)"
+            title = argument == "-" ? name : (argument.split(separator: "/").last.map(String.init) ?? argument)
+            mayBeCutOff = true
         } else {
             let copy = try Self.copyToTemporaryFile(given, name: name)
             spool = copy
@@ -101,7 +116,14 @@ final class PlotInput {
                 try visit(.point(item))
             }
         } catch let error as GPXError {
-            throw CommandFailure.badData(messageNamingInput(error.description))
+            // A file still being written, copied as it was, may end inside its last point: drawn up to there.
+            guard mayBeCutOff, error.code == .truncated, counts.values.reduce(0, +) > 0 else {
+                throw CommandFailure.badData(messageNamingInput(error.description))
+            }
+            if !notedTruncated {
+                notes.append("\(name) ends inside a point (it is still being written): drawn up to its last whole point")
+                notedTruncated = true
+            }
         }
         if gpxKind == nil {
             // Without track points, route points, else waypoints: read again for them (nothing was drawn).
@@ -231,7 +253,7 @@ final class PlotInput {
     static let maximumSpool = 1 << 30
 
     /// Copies a once-only input into an unlinked temporary file and returns its descriptor.
-    private static func copyToTemporaryFile(_ path: String, name: String) throws(CommandFailure) -> Int32 {
+    private static func copyToTemporaryFile(_ path: String, name: String, upTo limit: Int? = nil) throws(CommandFailure) -> Int32 {
         let input = open(path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
         defer { close(input) }
@@ -248,7 +270,9 @@ final class PlotInput {
         var decided = false
         var total = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
+            let wanted = limit.map { min(buffer.count, $0 - total) } ?? buffer.count
+            if wanted <= 0 { break }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, wanted) }
             if count < 0, errno == EINTR { continue }
             if count < 0 {
                 let reason = String(cString: strerror(errno))

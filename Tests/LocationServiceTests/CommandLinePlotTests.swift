@@ -112,6 +112,24 @@ struct CommandLinePlotTests {
         #expect(try String(contentsOfFile: roots, encoding: .utf8).contains("<svg"))
     }
 
+    @Test("a GPX file that a replay is still writing, 200 fixes a second, plots every time", .timeLimit(.minutes(1)))
+    func aGrowingFilePlots() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 100_000)
+        let live = directory.file("live.gpx")
+        let (writer, _, _) = try Tool.start(
+            "locationctl", ["replay", track, "--speed", "200", "--format", "gpx", "--output", live], in: directory)
+        defer {
+            writer.terminate()
+            writer.waitUntilExit()
+        }
+        #expect(eventually { ((try? String(contentsOfFile: live, encoding: .utf8)) ?? "").components(separatedBy: "<trkpt").count > 2000 })
+        for round in 1...10 {
+            let result = try Tool.run("locationctl", ["plot", live, "--output", directory.file("live.svg")], in: directory)
+            #expect(result.status == 0, "round \(round): \(result.stderr)")
+        }
+    }
+
     @Test("a last JSON line cut off mid-way is left out with one line, and the rest is drawn")
     func truncatedLastLine() throws {
         let directory = TemporaryDirectory()
