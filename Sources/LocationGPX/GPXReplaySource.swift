@@ -77,6 +77,8 @@ private final class ReplayRun {
     private var inStepBackRun = false
     private var reportedStepBack = false
     private var deliveredAny = false
+    /// A duty cycle's rest was reported, and no fix since in continuous play.
+    private var resting = false
     private var stepsSinceYield = 0
     /// Acquisitions in a row that found no point (see ``noteEmptyAcquisitions(_:_:)``).
     private var emptyAcquisitions: Int64 = 0
@@ -137,6 +139,11 @@ private final class ReplayRun {
         while let step = try peek() {
             if let changed = try await wait(until: step.trackTime, mode) { return .modeChanged(changed) }
             consume(step)
+            // Back from a duty cycle's rest: the receiver has a fix again, and says so once.
+            if resting {
+                resting = false
+                context.report(.status(.hasFix))
+            }
             deliver(step.location)
         }
         return .ended
@@ -163,6 +170,7 @@ private final class ReplayRun {
                 }
                 noteEmptyAcquisitions(cycles, cycle)
                 context.report(.status(.resting))
+                resting = true
                 cycleStart = cycleStart + cycle.interval * cycles
                 if let changed = try await wait(until: cycleStart, mode) {
                     try await skip(before: currentTrackTime())
@@ -201,6 +209,7 @@ private final class ReplayRun {
             // Rest until the next cycle; what comes due meanwhile is skipped, and only once it is due, so
             // that a mode change during the rest resumes with the points after it.
             context.report(.status(.resting))
+            resting = true
             cycleStart = max(cycleStart + cycle.interval, endedAt ?? cycleStart)
             if let changed = try await wait(until: cycleStart, mode) {
                 try await skip(before: currentTrackTime())

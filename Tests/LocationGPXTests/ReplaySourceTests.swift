@@ -165,6 +165,8 @@ import Testing
         let delivered = events.locations.map { $0.timestamp.timeIntervalSince(date(t(0))) }
         #expect(delivered == [0, 1, 1.5, 2.5, 6.5, 7.5, 8.5, 9.5, 10.5])
         #expect(closeAll(events.deliveryTimes, delivered.map { .s($0) }))
+        // Back to continuous play, the receiver says it has a fix again: not left resting.
+        #expect(events.statuses.last(where: { $0 != .ended }) == .hasFix, "\(events.statuses)")
     }
 
     @Test func aModeChangeInterruptsALongWait() async throws {
