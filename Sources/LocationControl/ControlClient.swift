@@ -23,14 +23,19 @@ public final class ControlClient: Sendable {
     public let path: String
     /// The connected socket; closed in deinit only, so it is never reused while another thread reads it.
     private let fd: Int32
-    /// Bytes received; those before `head` were already returned as lines (consumed without shifting).
-    private let received = Locked<(bytes: [UInt8], head: Int)>(([], 0))
+    /// Bytes received; those before `head` were already returned as lines (consumed without shifting), and
+    /// those before `scanned` hold no line break (a long line is searched once, not again for every read).
+    private let received = Locked<(bytes: [UInt8], head: Int, scanned: Int)>(([], 0, 0))
 
     /// How long connecting and sending may block before failing with `timeout`.
     public static let sendTimeout: Duration = .seconds(5)
 
     /// The longest reply line accepted, in bytes.
     public static let maxReplyLength = 16 * 1024 * 1024
+
+    /// The longest event line a watch accepts, in bytes: a held batch is one line, about 250 bytes a fix, and
+    /// an app may hold up to `batch.capacity` fixes (100,000 by default, about 25 MB).
+    public static let maxEventLength = Int.max
 
     /// Connects to the daemon's socket.
     ///
@@ -124,7 +129,7 @@ public final class ControlClient: Sendable {
             var relay = WatchRelay()
             while true {
                 do {
-                    let line = try readLine(timeout: nil)
+                    let line = try readLine(timeout: nil, limit: Self.maxEventLength)
                     if !relay.offer(line, to: continuation) { return }
                 } catch {
                     relay.finish(throwing: error, continuation)
@@ -171,27 +176,31 @@ public final class ControlClient: Sendable {
     /// Reads the next line the daemon sends, without its `\n`.
     ///
     /// - Parameter timeout: How long to wait; `nil` waits for ever.
+    /// - Parameters:
+    ///   - timeout: How long to wait; `nil` waits for ever.
+    ///   - limit: The longest line accepted, in bytes.
     /// - Throws: `timeout`, `connection-closed` (also for a partial last line), `protocol-error` for a line over
-    ///   ``maxReplyLength``, or `io`.
-    public func readLine(timeout: Duration?) throws(ControlError) -> [UInt8] {
+    ///   `limit`, or `io`.
+    public func readLine(timeout: Duration?, limit: Int = maxReplyLength) throws(ControlError) -> [UInt8] {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         // Made only when a read is needed: a line already received costs no allocation.
         var chunk: [UInt8] = []
         while true {
             let (line, unconsumed): ([UInt8]?, Int) = received.withLock { buffer in
                 let start = buffer.head
-                guard let newline = buffer.bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                guard let newline = buffer.bytes[max(start, buffer.scanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
                     // Only a partial line is left: move it to the front before reading more.
                     buffer.bytes.removeSubrange(0..<start)
                     buffer.head = 0
+                    buffer.scanned = buffer.bytes.count
                     return (nil, buffer.bytes.count)
                 }
                 buffer.head = newline + 1
                 return (Array(buffer.bytes[start..<newline]), 0)
             }
             if let line { return line }
-            guard unconsumed <= Self.maxReplyLength else {
-                throw ControlError(.protocolError, "a line from locationd on \(path) exceeds \(Self.maxReplyLength) bytes")
+            guard unconsumed <= limit else {
+                throw ControlError(.protocolError, "a line from locationd on \(path) exceeds \(limit) bytes")
             }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let wait = deadline.map { $0 - .now }
@@ -204,7 +213,9 @@ public final class ControlClient: Sendable {
                 throw ControlError(.io, "cannot wait for locationd on \(path): \(String(cString: strerror(errno)))")
             }
             if ready == 0 { continue }
-            if chunk.isEmpty { chunk = [UInt8](repeating: 0, count: 64 * 1024) }
+            // A long line (a held batch) is read in larger pieces.
+            let size = unconsumed > 1 << 20 ? 1 << 20 : 64 * 1024
+            if chunk.count < size { chunk = [UInt8](repeating: 0, count: size) }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count > 0 {
                 received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }

@@ -6,9 +6,10 @@ public enum ControlEvent: Sendable, Hashable {
     case location(Location)
     /// The app's lifecycle state changed.
     case state(ApplicationState)
-    /// The next `count` location events are one flushed batch. From locationd it has an `id`: the consumer
-    /// acknowledges the batch with it (``ControlRequest/acknowledge(batch:)``) once it has the fixes.
-    case batch(count: Int, reason: String, id: String? = nil)
+    /// A flushed held batch, oldest first, carried whole as one event (one line on the wire). From locationd
+    /// it has an `id`: the consumer acknowledges the batch with it (``ControlRequest/acknowledge(batch:)``)
+    /// once it has the fixes.
+    case batch([Location], reason: String, id: String? = nil)
     /// Something went wrong.
     case error(LocationError)
     /// The receiver's fix state, for a person watching: `noFix` while it waits for a fix (with the

@@ -15,6 +15,10 @@ public enum ControlEventDecoder {
         var id: String?
     }
 
+    private struct BatchBody: Decodable {
+        var locations: [Location]?
+    }
+
     /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event,
     /// or an event of a type this build does not know.
     public static func event(_ line: [UInt8]) throws(LocationError) -> ControlEvent {
@@ -29,6 +33,7 @@ public enum ControlEventDecoder {
     public static func eventIfKnown(_ line: [UInt8]) throws(LocationError) -> ControlEvent? {
         // Most lines are fixes, written by JSONLineEncoder: read those directly.
         if let location = LocationLineDecoder.location(line) { return .location(location) }
+        if let batch = LocationLineDecoder.batch(line) { return .batch(batch.locations, reason: batch.reason, id: batch.id) }
         let data = Data(line)
         let decoder = JSONDecoder()
         let header: Header
@@ -47,7 +52,17 @@ public enum ControlEventDecoder {
             return .state(state)
         case "batch":
             guard let count = header.count, count >= 0 else { throw LocationError(.invalidData, "bad batch event: \(preview(line))") }
-            return .batch(count: count, reason: header.reason ?? "foreground", id: header.id)
+            let body: BatchBody
+            do { body = try decoder.decode(BatchBody.self, from: data) } catch {
+                throw LocationError(.invalidData, "bad batch event: \(preview(line))")
+            }
+            // A batch line of an earlier version announced its locations as the next `count` lines: they are
+            // read as they come, and the batch itself carries none.
+            guard let locations = body.locations else { return .batch([], reason: header.reason ?? "foreground", id: header.id) }
+            guard locations.count == count else {
+                throw LocationError(.invalidData, "bad batch event: count \(count) but \(locations.count) locations: \(preview(line))")
+            }
+            return .batch(locations, reason: header.reason ?? "foreground", id: header.id)
         case "error":
             // A code this build does not know is kept as it is: codes are extensible.
             let code = header.code.map(LocationError.Code.init(rawValue:)) ?? .sourceFailed

@@ -181,8 +181,6 @@ public final class DaemonLocationSource: LocationSource {
         private struct State {
             /// Requests sent and not yet answered, oldest first.
             var waiting: [Reply] = []
-            /// A batch being read: how many fixes it has, its id (to acknowledge it), and those read so far.
-            var batch: (count: Int, id: String?, locations: [Location])?
             var ended: LocationError?
             var isEnded = false
             var endWaiters: [CheckedContinuation<LocationError?, Never>] = []
@@ -277,7 +275,7 @@ public final class DaemonLocationSource: LocationSource {
         private func read() {
             while true {
                 let line: [UInt8]
-                do throws(ControlError) { line = try client.readLine(timeout: nil) } catch {
+                do throws(ControlError) { line = try client.readLine(timeout: nil, limit: ControlClient.maxEventLength) } catch {
                     finish(error)
                     return
                 }
@@ -298,40 +296,17 @@ public final class DaemonLocationSource: LocationSource {
         }
 
         private func handle(_ event: ControlEvent) {
-            // The daemon sends a held batch as one unit: its location lines follow its batch line with nothing
-            // between. Any other line ends a batch being read, so a live fix is never counted into one.
-            if case .location = event {} else {
-                let unfinished = state.withLock { state -> [Location] in
-                    defer { state.batch = nil }
-                    return state.batch?.locations ?? []
-                }
-                if !unfinished.isEmpty { context.report(.held(HeldLocations(unfinished))) }
-            }
             switch event {
-            case .batch(let count, _, let id):
-                state.withLock { $0.batch = count > 0 ? (count, id, []) : nil }
+            case .batch(let held, _, let id):
+                guard !held.isEmpty else { return }
+                // The daemon keeps the batch until told that the app's delegate has it.
+                context.report(
+                    .held(
+                        HeldLocations(held) { [weak self] in
+                            if let id { self?.post(.acknowledge(batch: id)) }
+                        }))
             case .location(let location):
-                let complete = state.withLock { state -> (locations: [Location], id: String?)? in
-                    guard state.batch != nil else { return nil }
-                    // In place: a copy of the batch taken out and put back would copy every fix for each one.
-                    state.batch!.locations.append(location)
-                    guard let batch = state.batch, batch.locations.count >= batch.count else { return ([], nil) }
-                    state.batch = nil
-                    return (batch.locations, batch.id)
-                }
-                switch complete {
-                case nil:
-                    context.deliver(location)
-                case let (held, id)? where !held.isEmpty:
-                    // The daemon keeps the batch until told that the app's delegate has it.
-                    context.report(
-                        .held(
-                            HeldLocations(held) { [weak self] in
-                                if let id { self?.post(.acknowledge(batch: id)) }
-                            }))
-                default:
-                    break
-                }
+                context.deliver(location)
             case .state:
                 // The app's own lifecycle is the truth; the session's follows it.
                 break

@@ -6,7 +6,8 @@ import LocationCore
 /// Shapes (keys in this order, absent location fields omitted):
 /// - `{"type":"location", ...Location fields...}`
 /// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}`
-/// - `{"type":"batch","count":N,"reason":"foreground"}` (from locationd also `"id":"…"`, to acknowledge it)
+/// - `{"type":"batch","count":N,"reason":"foreground","locations":[{...},...]}` (from locationd also `"id":"…"`
+///   before `locations`, to acknowledge it): a held batch whole, its locations as objects without `type`
 /// - `{"type":"error","code":"...","message":"..."}`
 /// - `{"type":"source","status":"no-fix","satellitesVisible":7}` (the count only when known),
 ///   `{"type":"source","status":"has-fix"}`
@@ -35,16 +36,16 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: #","policy":""#.utf8)
             bytes.append(contentsOf: ControlEvent.policy(for: state).rawValue.utf8)
             bytes.append(contentsOf: "\"}\n".utf8)
-        case .batch(let count, let reason, let id):
-            bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)
-            bytes.append(contentsOf: String(count).utf8)
-            bytes.append(contentsOf: #","reason":"#.utf8)
-            appendString(reason, to: &bytes)
-            if let id {
-                bytes.append(contentsOf: #","id":"#.utf8)
-                appendString(id, to: &bytes)
+        case .batch(let locations, let reason, let id):
+            bytes.reserveCapacity(bytes.count + locations.count * 300 + 128)
+            appendBatchHeader(count: locations.count, reason: reason, id: id, to: &bytes)
+            for (index, location) in locations.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes.append(UInt8(ascii: "{"))
+                appendFields(of: location, to: &bytes)
+                bytes.append(UInt8(ascii: "}"))
             }
-            bytes.append(contentsOf: "}\n".utf8)
+            bytes.append(contentsOf: "]}\n".utf8)
         case .error(let error):
             bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
             bytes.append(contentsOf: error.code.rawValue.utf8)
@@ -61,6 +62,30 @@ public enum JSONLineEncoder {
             }
             bytes.append(contentsOf: "}\n".utf8)
         }
+    }
+
+    /// A batch line whose location objects are already encoded (``object(_:)``, joined by commas): the daemon
+    /// encodes a batch's locations once for all its watchers.
+    public static func batchLine(count: Int, reason: String, id: String?, objects: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(objects.count + 128)
+        appendBatchHeader(count: count, reason: reason, id: id, to: &bytes)
+        bytes.append(contentsOf: objects)
+        bytes.append(contentsOf: "]}\n".utf8)
+        return bytes
+    }
+
+    /// `{"type":"batch","count":N,"reason":R[,"id":I],"locations":[`
+    private static func appendBatchHeader(count: Int, reason: String, id: String?, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)
+        bytes.append(contentsOf: String(count).utf8)
+        bytes.append(contentsOf: #","reason":"#.utf8)
+        appendString(reason, to: &bytes)
+        if let id {
+            bytes.append(contentsOf: #","id":"#.utf8)
+            appendString(id, to: &bytes)
+        }
+        bytes.append(contentsOf: #","locations":["#.utf8)
     }
 
     /// A location as a JSON object without the `type` key (as `locationctl current --format json` prints it).

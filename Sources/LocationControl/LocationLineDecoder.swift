@@ -15,7 +15,19 @@ enum LocationLineDecoder {
         guard line.count > prefix.count, line.starts(with: prefix) else { return nil }
         return line.withUnsafeBufferPointer { bytes -> Location? in
             var reader = Reader(bytes: bytes, index: prefix.count)
-            return reader.location()
+            return reader.location(endsLine: true)
+        }
+    }
+
+    private static let batchPrefix = Array(#"{"type":"batch","count":"#.utf8)
+
+    /// The batch of a line that starts `{"type":"batch","count":` with the keys in the order the encoder writes
+    /// them and every location on the fast path, or `nil` (then `JSONDecoder` reads the line).
+    static func batch(_ line: [UInt8]) -> (locations: [Location], reason: String, id: String?)? {
+        guard line.count > batchPrefix.count, line.starts(with: batchPrefix) else { return nil }
+        return line.withUnsafeBufferPointer { bytes -> (locations: [Location], reason: String, id: String?)? in
+            var reader = Reader(bytes: bytes, index: batchPrefix.count)
+            return reader.batch()
         }
     }
 
@@ -39,7 +51,42 @@ enum LocationLineDecoder {
             "isSimulated": .isSimulated,
         ].reduce(into: [:]) { $0[Array($1.key.utf8)] = $1.value }
 
-        mutating func location() -> Location? {
+        /// `N,"reason":"R"[,"id":"I"],"locations":[{…},…]}` to the end of the line.
+        mutating func batch() -> (locations: [Location], reason: String, id: String?)? {
+            let start = index
+            guard number() != nil, let count = Int(String(decoding: bytes[start..<index], as: UTF8.self)), count >= 0,
+                literal(#","reason":"#), let reasonRange = string(),
+                let reason = String(validating: bytes[reasonRange], as: UTF8.self)
+            else { return nil }
+            var id: String?
+            if literal(#","id":"#) {
+                guard let range = string(), let text = String(validating: bytes[range], as: UTF8.self) else { return nil }
+                id = text
+            }
+            guard literal(#","locations":["#) else { return nil }
+            var locations: [Location] = []
+            // The count is checked against what the line holds, and caps what is reserved ahead.
+            locations.reserveCapacity(min(count, bytes.count / 40))
+            if !take(UInt8(ascii: "]")) {
+                repeat {
+                    guard take(UInt8(ascii: "{")), let location = location(endsLine: false) else { return nil }
+                    locations.append(location)
+                } while take(UInt8(ascii: ","))
+                guard take(UInt8(ascii: "]")) else { return nil }
+            }
+            guard take(UInt8(ascii: "}")), index == bytes.count, locations.count == count else { return nil }
+            return (locations, reason, id)
+        }
+
+        private mutating func literal(_ text: String) -> Bool {
+            let utf8 = Array(text.utf8)
+            guard index + utf8.count <= bytes.count, bytes[index..<(index + utf8.count)].elementsEqual(utf8) else { return false }
+            index += utf8.count
+            return true
+        }
+
+        /// The fields of a location up to its closing brace; with `endsLine`, that brace must end the line.
+        mutating func location(endsLine: Bool) -> Location? {
             var numbers = [Double?](repeating: nil, count: Key.timestamp.rawValue)
             var timestamp: String?, fixMode: FixMode?, correction: String?, source: String?
             var satellitesUsed: Int?, satellitesVisible: Int?, isSimulated: Bool?
@@ -77,7 +124,7 @@ enum LocationLineDecoder {
                     numbers[key.rawValue] = value
                 }
                 if take(UInt8(ascii: ",")) { continue }
-                guard take(UInt8(ascii: "}")), index == bytes.count else { return nil }
+                guard take(UInt8(ascii: "}")), !endsLine || index == bytes.count else { return nil }
                 break
             }
             guard let latitude = numbers[Key.latitude.rawValue], let longitude = numbers[Key.longitude.rawValue],

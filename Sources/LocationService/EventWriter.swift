@@ -164,6 +164,7 @@ package final class EventWriter: Sendable {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
+            if case .batch(let locations, _, _) = event { state.locations += locations.count }
             switch format {
             case .json:
                 JSONLineEncoder.append(event, to: &state.buffer)
@@ -171,6 +172,16 @@ package final class EventWriter: Sendable {
                 if case .location = event {
                     state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
                     state.buffer.append(0x0A)
+                } else if case .batch(let locations, _, _) = event {
+                    // The batch line is commentary; its fixes are locations like any other.
+                    flush(&state)
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
+                    guard state.failure == nil else { return true }
+                    for location in locations {
+                        state.buffer.append(contentsOf: TextEventFormatter.line(location).utf8)
+                        state.buffer.append(0x0A)
+                        if state.buffer.count >= Self.flushThreshold { flush(&state) }
+                    }
                 } else {
                     // Locations alone on the output (`watch --count 1 > pos.txt` holds one line); the
                     // rest is commentary for the person watching. What is buffered goes first, so that a
@@ -180,18 +191,26 @@ package final class EventWriter: Sendable {
                     return state.failure != nil
                 }
             case .gpx:
-                if case .location(let location) = event {
-                    do throws(GPXError) {
-                        try state.gpx?.write(location)
-                        if flushEachEvent { try state.gpx?.flush() }
-                    } catch {
-                        state.failure = gpxFailure(error)
-                    }
-                    if keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
-                        state.failure = Self.failureOf(output.writeProvisionally(tags), output)
-                    }
-                } else {
+                let locations: [Location]
+                switch event {
+                case .location(let location):
+                    locations = [location]
+                case .batch(let batch, _, _):
                     Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
+                    locations = batch
+                default:
+                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
+                    locations = []
+                }
+                guard !locations.isEmpty else { return state.failure != nil }
+                do throws(GPXError) {
+                    for location in locations { try state.gpx?.write(location) }
+                    if flushEachEvent { try state.gpx?.flush() }
+                } catch {
+                    state.failure = gpxFailure(error)
+                }
+                if keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
+                    state.failure = Self.failureOf(output.writeProvisionally(tags), output)
                 }
                 return state.failure != nil
             }

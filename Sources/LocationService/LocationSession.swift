@@ -128,8 +128,11 @@ private final class EventAdapter: LocationManagerDelegate {
     func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
         switch event {
         case .locations(let locations, let delivery):
-            if case .held(let reason) = delivery { emit(.batch(count: locations.count, reason: reason.rawValue)) }
-            for location in locations { emit(.location(location)) }
+            if case .held(let reason) = delivery {
+                emit(.batch(locations, reason: reason.rawValue))
+            } else {
+                for location in locations { emit(.location(location)) }
+            }
         case .lifecycle(let message):
             if message == .didSuspend, record.value.isFinishing { return }
             let state = message.resultingState

@@ -24,7 +24,8 @@ package enum TextEventFormatter {
             return line(location)
         case .state(let state):
             return "── state: \(state.rawValue) (\(detail(state)))"
-        case .batch(let count, let reason, _):
+        case .batch(let locations, let reason, _):
+            let count = locations.count
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"

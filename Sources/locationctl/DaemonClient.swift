@@ -227,8 +227,6 @@ enum DaemonClient {
         _ lines: AsyncThrowingStream<[UInt8], any Error>, from socket: String, client: Locked<ControlClient?>,
         writer: EventWriter, limits: WatchLimits, problem: Locked<CommandFailure?>
     ) async -> Bool {
-        // A held batch being written: its id, and how many of its fixes are still to be written.
-        var batch: (id: String, remaining: Int)?
         do {
             for try await line in lines {
                 // The replies to this watch's acknowledgements.
@@ -243,27 +241,14 @@ enum DaemonClient {
                         return false
                     }
                     // Acknowledged from within the write, which comes before the watch may end (on the
-                    // --count that the batch's last fix reaches): the ack is sent before the connection closes.
-                    var written = false
+                    // --count that the batch reaches): the ack is sent before the connection closes.
                     limits.handle(event) { event in
                         writer.write(event)
-                        written = writer.failure == nil
-                        guard written else { return }
-                        switch event {
-                        case .batch(let count, _, let id?) where count > 0:
-                            batch = (id, count)
-                        case .location where batch != nil:
-                            batch?.remaining -= 1
-                            // Written whole: the daemon may let go of the batch.
-                            if let done = batch, done.remaining == 0 {
-                                batch = nil
-                                try? client.value?.send(.acknowledge(batch: done.id))
-                            }
-                        default:
-                            batch = nil
+                        // Written whole: the daemon may let go of the batch. (A batch the count cut has no id.)
+                        if case .batch(let locations, _, let id?) = event, !locations.isEmpty, writer.failure == nil {
+                            try? client.value?.send(.acknowledge(batch: id))
                         }
                     }
-                    if !written { batch = nil }
                 } catch {
                     problem.withLock { $0 = .badData("locationd at \(socket) sent \(error.message)") }
                     return false

@@ -199,8 +199,16 @@ final class PlotInput {
             case .suspended: try visit(.phase(.suspended))
             case .notRunning: break
             }
-        case .batch(let count, _, _):
-            try visit(.batch(count: count))
+        case .batch(let locations, _, _):
+            // An earlier version's batch line carries no locations: they follow it as location lines.
+            guard !locations.isEmpty else { return }
+            try visit(.batch(count: locations.count))
+            for location in locations {
+                guard location.hasValidCoordinate else {
+                    throw CommandFailure.badData("\(name) line \(number): \(location.latitude), \(location.longitude) is not a position on the globe")
+                }
+                try visit(.point(PlotPoint(location)))
+            }
         case .error(let error):
             // Only errors that mean no position is coming break the line; a recovery, an overflow or a
             // journal problem does not.

@@ -189,26 +189,44 @@ final class WatchLimits: Sendable {
 
     /// Writes the event unless the count is reached; ends the watch (after writing) when the count is
     /// reached or the source turns out to be unreachable.
+    ///
+    /// A held batch counts as its fixes; one that the count would cut is written up to the count, without its
+    /// id (so it is not acknowledged: locationd sends it whole to the next watcher).
     func handle(_ event: ControlEvent, write: (ControlEvent) -> Void) {
-        let (shouldWrite, outcome) = state.withLock { state -> (Bool, Outcome?) in
+        let (written, outcome) = state.withLock { state -> (ControlEvent?, Outcome?) in
             switch event {
             case .location:
                 state.sawData = true
-                if let count, state.locations >= count { return (false, nil) }
+                if let count, state.locations >= count { return (nil, nil) }
                 state.locations += 1
-                return (true, state.locations == count ? .done : nil)
+                return (event, state.locations == count ? .done : nil)
+            case .batch(let locations, let reason, _):
+                state.sawData = true
+                guard let count else {
+                    state.locations += locations.count
+                    return (event, nil)
+                }
+                let room = count - state.locations
+                guard room > 0 else { return (nil, nil) }
+                guard locations.count >= room else {
+                    state.locations += locations.count
+                    return (event, nil)
+                }
+                state.locations = count
+                let cut: ControlEvent = locations.count == room ? event : .batch(Array(locations.prefix(room)), reason: reason, id: nil)
+                return (cut, .done)
             case .source:
                 // The receiver answered: the source is reachable.
                 state.sawData = true
-                return (true, nil)
+                return (event, nil)
             case .error(let error) where endsWhenUnreachable && !state.sawData && error.code == .sourceUnavailable:
                 state.firstError = state.firstError ?? error
-                return (false, .unreachable)
+                return (nil, .unreachable)
             default:
-                return (true, nil)
+                return (event, nil)
             }
         }
-        if shouldWrite { write(event) }
+        if let written { write(written) }
         if let outcome { finished.continuation.yield(outcome) }
     }
 

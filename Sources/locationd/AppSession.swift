@@ -67,10 +67,6 @@ final class AppSession: Sendable {
         // where it ended). Cleared when the daemon stops, whose own changes are not the app's.
         let launched = Locked<Application?>(nil)
         savingState = launched
-        // A held batch is sent as one unit, its batch line and its location lines together, so that a watcher
-        // gets all of it or none. The session emits those lines one after another in one call, never
-        // interleaved with another line, so gathering them is counting within that call.
-        let gathering = Locked<(remaining: Int, reason: String, locations: [Location])?>(nil)
         session = try LocationSession(
             source: source, settings: settings, startState: startState, logger: logger, now: now
         ) { event in
@@ -87,61 +83,32 @@ final class AppSession: Sendable {
             if case .state = event, let application = launched.withLock({ $0 }) {
                 stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
-            enum Gathered { case event(ControlEvent), batch(reason: String, locations: [Location], then: ControlEvent?) }
-            let gathered = gathering.withLock { gathering -> Gathered? in
-                if case .batch(let count, let reason, _) = event, count > 0 {
-                    var locations: [Location] = []
-                    locations.reserveCapacity(count)
-                    gathering = (count, reason, locations)
-                    return nil
-                }
-                // In place: a batch copied out and back would be copied whole for every fix.
-                guard gathering != nil else { return .event(event) }
-                guard case .location(let location) = event else {
-                    // Never happens (nothing comes between a batch's lines); the batch so far goes out first, then this.
-                    defer { gathering = nil }
-                    return .batch(reason: gathering!.reason, locations: gathering!.locations, then: event)
-                }
-                gathering!.locations.append(location)
-                gathering!.remaining -= 1
-                guard gathering!.remaining == 0 else { return nil }
-                defer { gathering = nil }
-                return .batch(reason: gathering!.reason, locations: gathering!.locations, then: nil)
-            }
             let watchers = links.withLock { $0.watchers }
-            switch gathered {
-            case nil:
-                return
-            case .event(let event):
+            guard case .batch(let locations, let reason, _) = event else {
                 send(.event(event), watchers)
                 return
-            case .batch(let reason, let locations, let then):
-                defer { if let then { send(.event(then), watchers) } }
-                // A flushed batch joins what no consumer has acknowledged yet, before the manager clears its
-                // journal (it does so once this returns), and everything waiting goes out as one batch with its id.
-                let count: Int, batchID: String?
-                do throws(LocationError) {
-                    let (pending, id, dropped) = try outbox.add(locations)
-                    if dropped > 0 {
-                        logger.warning("the app \(id)'s outbox dropped its \(dropped) oldest unacknowledged fixes: it holds at most \(outbox.capacity)")
-                    }
-                    (count, batchID) = (pending, id)
-                } catch {
-                    // The batch is kept in memory and sent, and the file is rewritten whole once writing works
-                    // again; only a crash before then, or before an ack, would lose it.
-                    logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory until the outbox can be written")
-                    guard let (pending, id) = outbox.pending() else { return }
-                    (count, batchID) = (pending.count, id)
-                }
-                // Encoded once for every watcher, and not at all without one (a later watcher gets it from the
-                // outbox).
-                guard !watchers.isEmpty, let batchID, let body = outbox.encodedLocations(id: batchID) else { return }
-                var lines: [UInt8] = []
-                lines.reserveCapacity(body.count + 128)
-                JSONLineEncoder.append(.batch(count: count, reason: reason, id: batchID), to: &lines)
-                lines.append(contentsOf: body)
-                send(.batch(lines: lines, count: count), watchers)
             }
+            // A flushed batch joins what no consumer has acknowledged yet, before the manager clears its
+            // journal (it does so once this returns), and everything waiting goes out as one batch with its id.
+            let count: Int, batchID: String?
+            do throws(LocationError) {
+                let (pending, id, dropped) = try outbox.add(locations)
+                if dropped > 0 {
+                    logger.warning("the app \(id)'s outbox dropped its \(dropped) oldest unacknowledged fixes: it holds at most \(outbox.capacity)")
+                }
+                (count, batchID) = (pending, id)
+            } catch {
+                // The batch is kept in memory and sent, and the file is rewritten whole once writing works
+                // again; only a crash before then, or before an ack, would lose it.
+                logger.error("\(error.message); the app \(id)'s unacknowledged fixes are kept in memory until the outbox can be written")
+                guard let (pending, id) = outbox.pending() else { return }
+                (count, batchID) = (pending.count, id)
+            }
+            // Encoded once for every watcher, and not at all without one (a later watcher gets it from the
+            // outbox).
+            guard !watchers.isEmpty, let batchID, let objects = outbox.encodedLocations(id: batchID) else { return }
+            let line = JSONLineEncoder.batchLine(count: count, reason: reason, id: batchID, objects: objects)
+            send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
         // The state record names the journal by its inode; a journal rewritten (compacted, cleared) is a new file.
@@ -170,15 +137,11 @@ final class AppSession: Sendable {
         return uid == owner || uid == 0
     }
 
-    /// The batch no consumer has acknowledged, as the lines a new watcher gets first (batch line, then its
-    /// locations), with how many fixes it has; `nil` when nothing waits.
-    func pendingBatch() -> (lines: [UInt8], count: Int)? {
-        guard let (locations, id) = outbox.pending(), let body = outbox.encodedLocations(id: id) else { return nil }
-        var lines: [UInt8] = []
-        lines.reserveCapacity(body.count + 128)
-        JSONLineEncoder.append(.batch(count: locations.count, reason: "unacknowledged", id: id), to: &lines)
-        lines.append(contentsOf: body)
-        return (lines, locations.count)
+    /// The batch no consumer has acknowledged, as the line a new watcher gets first, with how many fixes it
+    /// has; `nil` when nothing waits.
+    func pendingBatch() -> (line: [UInt8], count: Int)? {
+        guard let (locations, id) = outbox.pending(), let objects = outbox.encodedLocations(id: id) else { return nil }
+        return (JSONLineEncoder.batchLine(count: locations.count, reason: "unacknowledged", id: id, objects: objects), locations.count)
     }
 
 

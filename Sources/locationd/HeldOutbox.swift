@@ -127,21 +127,26 @@ final class HeldOutbox: Sendable {
         return try result.get()
     }
 
-    /// The location lines of the outbox's batch `id`, encoded once per batch and shared by the flush's
+    /// The location objects (joined by commas) of the outbox's batch `id`, encoded once per batch and shared by the flush's
     /// broadcast and every later watcher; `nil` when the outbox has moved on from `id`.
     func encodedLocations(id: String) -> [UInt8]? {
         encodedPending.withLock { cached -> [UInt8]? in
-            if let cached, cached.id == id { return cached.lines }
+            if let cached, cached.id == id { return cached.objects }
             guard let (locations, pendingID) = pending(), pendingID == id else { return nil }
-            var lines: [UInt8] = []
-            lines.reserveCapacity(locations.count * 320)
-            for location in locations { JSONLineEncoder.append(.location(location), to: &lines) }
-            cached = (id, lines)
-            return lines
+            var objects: [UInt8] = []
+            objects.reserveCapacity(locations.count * 300)
+            for (index, location) in locations.enumerated() {
+                if index > 0 { objects.append(UInt8(ascii: ",")) }
+                objects.append(UInt8(ascii: "{"))
+                JSONLineEncoder.appendFields(of: location, to: &objects)
+                objects.append(UInt8(ascii: "}"))
+            }
+            cached = (id, objects)
+            return objects
         }
     }
 
-    private let encodedPending = Locked<(id: String, lines: [UInt8])?>(nil)
+    private let encodedPending = Locked<(id: String, objects: [UInt8])?>(nil)
 
     /// Syncs and closes the journal (at shutdown).
     func close() {

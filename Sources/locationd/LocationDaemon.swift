@@ -78,9 +78,9 @@ final class LocationDaemon: Service, Sendable {
             switch outgoing {
             case .event(let event):
                 server.broadcast(JSONLineEncoder.line(event), to: watchers)
-            case .batch(let lines, let count):
-                // A held batch: one unit, whole or not at all.
-                server.broadcastBatch(lines, count: count, to: watchers)
+            case .batch(let line, let count):
+                // A held batch: one line, whole or not at all.
+                server.broadcastBatch(line, count: count, to: watchers)
             }
         }
     }
@@ -541,8 +541,8 @@ final class LocationDaemon: Service, Sendable {
                 first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
             }
             // What was flushed and no consumer acknowledged yet: this watcher may be the consumer it waits for.
-            if let (lines, count) = app.pendingBatch() {
-                return .watching(then: first, heldBatch: lines, count: count)
+            if let (line, count) = app.pendingBatch() {
+                return .watching(then: first, heldBatch: line, count: count)
             }
             return .watching(then: first)
         case .acknowledge(let batch):

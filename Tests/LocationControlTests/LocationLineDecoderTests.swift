@@ -108,4 +108,46 @@ struct LocationLineDecoderTests {
         let big = #"{"type":"location","latitude":1,"longitude":3,"timestamp":"2024-05-01T06:00:00Z","satellitesUsed":9007199254740993,"isSimulated":false}"#
         #expect(LocationLineDecoder.location(Array(big.utf8))?.satellitesUsed == Self.slow(Array(big.utf8))?.satellitesUsed)
     }
+
+    @Test("a held batch is one line whose locations read back exactly, directly or through JSONDecoder (2,000 random batches)")
+    func batchLinesReadBackWhole() throws {
+        var random = SplitMix64(seed: 24)
+        var direct = 0
+        for round in 0..<2_000 {
+            let count = Int(random.next() % 40)
+            // Half of the batches are a receiver's plain fixes, which the direct path must take.
+            let locations = round % 2 == 0
+                ? LocationFixtures.walk(count: count, from: round)
+                : (0..<count).map { _ in Self.randomLocation(&random) }
+            let id: String? = round % 3 == 0 ? nil : "r\(round).\(count)"
+            var line = JSONLineEncoder.line(.batch(locations, reason: "foreground", id: id))
+            line.removeLast()
+            if LocationLineDecoder.batch(line) != nil { direct += 1 }
+            if round % 2 == 0 { #expect(LocationLineDecoder.batch(line) != nil, "a plain batch goes direct") }
+            #expect(try ControlEventDecoder.event(line) == .batch(locations, reason: "foreground", id: id))
+        }
+        #expect(direct >= 1_000, "\(direct) of 2,000 read directly")
+    }
+
+    @Test("a batch line whose count disagrees with its locations, or that is cut, is refused as invalid-data")
+    func damagedBatchLinesAreRefused() throws {
+        let fixes = LocationFixtures.walk(count: 3)
+        var line = JSONLineEncoder.line(.batch(fixes, reason: "foreground", id: "a.3"))
+        line.removeLast()
+        let text = String(decoding: line, as: UTF8.self)
+        let miscounted = Array(text.replacingOccurrences(of: #""count":3"#, with: #""count":4"#).utf8)
+        #expect(LocationLineDecoder.batch(miscounted) == nil)
+        #expect(throws: LocationError.self) { try ControlEventDecoder.event(miscounted) }
+        do {
+            _ = try ControlEventDecoder.event(miscounted)
+        } catch {
+            #expect(error.code == .invalidData && error.message.contains("count 4 but 3 locations"), "\(error)")
+        }
+        for cut in [line.count - 1, line.count - 2, line.count / 2] {
+            #expect(throws: LocationError.self, "cut at \(cut)") { try ControlEventDecoder.event(Array(line.prefix(cut))) }
+        }
+        // A line an earlier version wrote (its locations followed as lines) reads as a batch without fixes.
+        let earlier = Array(#"{"type":"batch","count":3,"reason":"foreground","id":"a.3"}"#.utf8)
+        #expect(try ControlEventDecoder.event(earlier) == .batch([], reason: "foreground", id: "a.3"))
+    }
 }

@@ -68,8 +68,9 @@ struct ReplayCommandTests {
         #expect(objects[batchIndex]["reason"] as? String == "foreground")
         // The state line that flushed the batch comes just before it.
         #expect(objects[batchIndex - 1]["state"] as? String == "inactive")
-        let batch = objects[(batchIndex + 1)...].prefix(count)
-        #expect(batch.allSatisfy { $0["type"] as? String == "location" })
+        // The batch is one line, its fixes inside it.
+        let batch = try #require(objects[batchIndex]["locations"] as? [[String: Any]])
+        #expect(batch.count == count)
         let seconds = batch.compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date.timeIntervalSince(LocationFixtures.epoch) }
         // Held from 60 s, the fix that met didEnterBackground, then one acquisition every 30 s of track time
         // (the first at once, at 61 s) until the return to the foreground at 301 s.
@@ -79,7 +80,7 @@ struct ReplayCommandTests {
         #expect(live.count == 60)
         // The lifecycle moves at the first delivered fix at or after each script time: while duty-cycled
         // that is 301 s; from there every epoch is delivered again.
-        let after = objects[(batchIndex + 1 + count)...].filter { $0["type"] as? String == "location" }
+        let after = objects[(batchIndex + 1)...].filter { $0["type"] as? String == "location" }
         #expect(after.count == 299)
         #expect(after.first?["timestamp"] as? String == "2024-05-01T06:05:01Z")
     }
@@ -136,13 +137,12 @@ struct ReplayCommandTests {
         let batchIndex = try #require(objects.firstIndex { $0["type"] as? String == "batch" })
         // Held: the fix at 100 s that met the suspension, then one per 20 s from 101 s to 181 s.
         #expect(objects[batchIndex]["count"] as? Int == 6)
-        // The batch's fixes follow its header, oldest first.
-        let held = objects[(batchIndex + 1)...].prefix(6)
+        // The batch's fixes are in its line, oldest first.
+        let held = try #require(objects[batchIndex]["locations"] as? [[String: Any]])
         #expect(held.count == 6)
-        #expect(held.allSatisfy { $0["type"] as? String == "location" }, "\(held)")
         let seconds = held.compactMap { ($0["timestamp"] as? String).flatMap(RFC3339.parse)?.date.timeIntervalSince(LocationFixtures.epoch) }
         #expect(seconds == [100, 101, 121, 141, 161, 181])
-        let after = objects[(batchIndex + 1 + held.count)...]
+        let after = objects[(batchIndex + 1)...]
         #expect(!after.contains { $0["type"] as? String == "location" }, "the held fixes are the last: \(after)")
     }
 

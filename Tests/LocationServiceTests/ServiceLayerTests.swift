@@ -134,7 +134,8 @@ struct ServiceLayerTests {
     @Test("every event survives JSON lines both ways")
     func eventRoundTrip() throws {
         let events: [ControlEvent] = [
-            .location(LocationFixtures.walk(3)), .state(.suspended), .batch(count: 12, reason: "foreground"),
+            .location(LocationFixtures.walk(3)), .state(.suspended),
+            .batch(LocationFixtures.walk(count: 12), reason: "foreground", id: "k3x9q.12"), .batch([], reason: "restored"),
             .error(LocationError(.noFix, "no fix \"quoted\"\nnewline")),
         ]
         for event in events {
@@ -145,8 +146,13 @@ struct ServiceLayerTests {
         }
         #expect(String(decoding: JSONLineEncoder.line(.state(.background)), as: UTF8.self)
             == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}"# + "\n")
-        #expect(String(decoding: JSONLineEncoder.line(.batch(count: 3, reason: "foreground")), as: UTF8.self)
-            == #"{"type":"batch","count":3,"reason":"foreground"}"# + "\n")
+        #expect(String(decoding: JSONLineEncoder.line(.batch([], reason: "foreground")), as: UTF8.self)
+            == #"{"type":"batch","count":0,"reason":"foreground","locations":[]}"# + "\n")
+        // A held batch is one line, its locations the objects a location line has, without `type`.
+        let fixes = LocationFixtures.walk(count: 2)
+        #expect(String(decoding: JSONLineEncoder.line(.batch(fixes, reason: "foreground", id: "a.2")), as: UTF8.self)
+            == #"{"type":"batch","count":2,"reason":"foreground","id":"a.2","locations":["#
+            + fixes.map { String(decoding: JSONLineEncoder.object($0), as: UTF8.self) }.joined(separator: ",") + "]}\n")
         #expect(throws: LocationError(.invalidData, #"unknown event type: {"type":"weather"}"#)) {
             try ControlEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
         }
