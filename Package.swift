@@ -72,7 +72,9 @@ let package = Package(
             dependencies: ["LocationCore", "CGPS"]
         ),
         // What locationctl and locationd share (configuration, the app session, output, command-line
-        // options); internal, not a product.
+        // options); internal, not a product. What only one of them uses lives in its own target (the shared
+        // receiver and the socket group in locationd; the daemon socket choice, status text, output checks
+        // and the replay's lifecycle in locationctl).
         .target(
             name: "LocationService",
             dependencies: [

@@ -156,20 +156,20 @@ public final class ControlClient: Sendable {
     public func send(rawLine bytes: [UInt8]) throws(ControlError) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
-            if sent > 0 {
-                offset += sent
-            } else if sent < 0 && errno == EINTR {
+            let failure: SystemIO.Failure
+            switch bytes.withUnsafeBytes({ UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }) {
+            case .success(let count) where count > 0:
+                offset += count
                 continue
-            } else {
-                let number = sent < 0 ? errno : EPIPE
-                if number == EAGAIN || number == EWOULDBLOCK {
-                    throw ControlError(.timeout, "locationd on \(path) did not take the request within \(Self.sendTimeout)")
-                }
-                throw ControlError(
-                    number == EPIPE || number == ECONNRESET ? .connectionClosed : .io,
-                    "cannot send to locationd on \(path): \(String(cString: strerror(number)))")
+            case .success: failure = SystemIO.Failure(EPIPE)
+            case .failure(let error): failure = error
             }
+            if failure.wouldBlock {
+                throw ControlError(.timeout, "locationd on \(path) did not take the request within \(Self.sendTimeout)")
+            }
+            throw ControlError(
+                failure.errno == EPIPE || failure.errno == ECONNRESET ? .connectionClosed : .io,
+                "cannot send to locationd on \(path): \(failure.reason)")
         }
     }
 
@@ -216,16 +216,17 @@ public final class ControlClient: Sendable {
             // A long line (a held batch) is read in larger pieces.
             let size = unconsumed > 1 << 20 ? 1 << 20 : 64 * 1024
             if chunk.count < size { chunk = [UInt8](repeating: 0, count: size) }
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }
-            } else if count == 0 {
+            switch chunk.withUnsafeMutableBytes({ UnixSocket.receive(fd, $0) }) {
+            case .success(0):
                 throw ControlError(.connectionClosed, "locationd closed the connection on \(path)")
-            } else if errno != EINTR && errno != EAGAIN {
-                let number = errno
+            case .success(let count):
+                received.withLock { $0.bytes.append(contentsOf: chunk[0..<count]) }
+            case .failure(let failure) where failure.wouldBlock:
+                continue
+            case .failure(let failure):
                 throw ControlError(
-                    number == ECONNRESET ? .connectionClosed : .io,
-                    "cannot read from locationd on \(path): \(String(cString: strerror(number)))")
+                    failure.errno == ECONNRESET ? .connectionClosed : .io,
+                    "cannot read from locationd on \(path): \(failure.reason)")
             }
         }
     }

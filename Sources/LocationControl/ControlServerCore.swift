@@ -105,25 +105,23 @@ final class ControlServerCore: Sendable {
 
     // MARK: - Setup
 
-    /// Creates missing directories above `path` with mode 0700; existing ones are left as they are.
+    /// Creates the socket's own directory with mode 0700 when it is missing (`locationd/` in
+    /// `$XDG_RUNTIME_DIR` or `/run`); the directory above it must exist: a mistyped path creates nothing.
     ///
     /// - Returns: The socket's own directory when this call created it, else `nil`.
     private static func createParentDirectory(of path: String) throws(ControlError) -> String? {
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
         let parent = String(path[..<slash])
-        var prefix = parent.hasPrefix("/") ? "" : "."
-        var createdLast = false
-        for component in parent.split(separator: "/") {
-            prefix += "/" + component
-            createdLast = mkdir(prefix, 0o700) == 0
-            if !createdLast && errno != EEXIST {
-                let number = errno
-                throw ControlError(
-                    number == EACCES || number == EPERM ? .permissionDenied : .io,
-                    "cannot create directory \(prefix) for socket \(path): \(String(cString: strerror(number)))")
-            }
-        }
-        return createdLast ? prefix : nil
+        guard mkdir(parent, 0o700) != 0 else { return parent }
+        let number = errno
+        guard number != EEXIST else { return nil }
+        // Named only when it is so: in /proc, for one, mkdir fails with ENOENT below a directory that exists.
+        let grandparent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "."
+        let hint = number == ENOENT && access(grandparent, F_OK) != 0
+            ? " (\(grandparent) does not exist either; locationd creates only the socket's own directory)" : ""
+        throw ControlError(
+            number == EACCES || number == EPERM ? .permissionDenied : .io,
+            "cannot create directory \(parent) for socket \(path): \(String(cString: strerror(number)))\(hint)")
     }
 
     /// Lets `group` into a socket directory this server created (0750, owned by the group): members must
@@ -345,21 +343,17 @@ final class ControlServerCore: Sendable {
         for _ in 0..<4 {
             let overTotal = state.outputOverTotal(configuration)
             guard let connection = state.connections[id], connection.wantsInput(configuration, overTotal: overTotal) else { return }
-            let count = scratch.withUnsafeMutableBytes { recv(connection.fd, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                state.connections[id]?.takeInput(scratch[0..<count], configuration, overTotal: overTotal)
-                continue
-            }
-            if count == 0 {
+            switch scratch.withUnsafeMutableBytes({ UnixSocket.receive(connection.fd, $0) }) {
+            case .success(0):
                 // The client shut its sending side: answer what it asked, then (unless watching) close.
                 state.connections[id]?.peerFinishedSending = true
                 state.connections[id]?.handOverLines(configuration, overTotal: overTotal)
                 return
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return
-            default:
+            case .success(let count):
+                state.connections[id]?.takeInput(scratch[0..<count], configuration, overTotal: overTotal)
+            case .failure(let failure) where failure.wouldBlock:
+                return
+            case .failure:
                 state.connections[id]?.closeNow = true
                 return
             }

@@ -79,12 +79,12 @@ public final class DaemonLocationSource: LocationSource {
     /// held the app's fixes meanwhile.
     public func run(_ context: LocationSourceContext) async throws {
         context.report(.status(.connecting))
-        var delay = Duration.milliseconds(250)
+        var backoff = ReconnectBackoff()
         var reportedOutage = false
         while !Task.isCancelled {
             let failure: LocationError
             do throws(LocationError) {
-                try await session(context) { reportedOutage = false; delay = .milliseconds(250) }
+                try await session(context) { reportedOutage = false; backoff.reset() }
                 return
             } catch {
                 failure = error
@@ -97,8 +97,7 @@ public final class DaemonLocationSource: LocationSource {
                 context.report(.status(.unavailable))
                 context.report(.error(LocationError(failure.code, failure.message + "; connecting again")))
             }
-            try await context.clock.sleep(for: delay)
-            delay = min(delay * 2, .seconds(5))
+            try await context.clock.sleep(for: backoff.nextDelay())
         }
         throw CancellationError()
     }

@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+import LocationCore
+
 /// Bytes waiting to be written to a socket, consumed from the front without shifting on every write.
 ///
 /// The bytes are kept as the arrays they were appended as (small ones gathered into one), so that a large
@@ -53,28 +55,27 @@ struct OutputBuffer: Sendable {
     mutating func write(to fd: Int32) -> WriteResult {
         var progressed = false
         while first < chunks.count {
-            let written = chunks[first].withUnsafeBytes { raw in
+            let sent = chunks[first].withUnsafeBytes { raw in
                 UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: raw[head...]))
             }
-            if written > 0 {
-                head += written
-                count -= written
-                progressed = true
-                if head == chunks[first].count {
-                    // Let go of a written chunk at once: a shared unit is freed when its last reader is done.
-                    chunks[first] = []
-                    first += 1
-                    head = 0
-                }
-                continue
-            }
-            let number = errno
-            if written < 0 && number == EINTR { continue }
-            if written < 0 && (number == EAGAIN || number == EWOULDBLOCK) {
+            let written: Int
+            switch sent {
+            case .success(let count) where count > 0: written = count
+            case .success: return .failed(errno: EPIPE)
+            case .failure(let failure) where failure.wouldBlock:
                 compact()
                 return .blocked(progressed: progressed)
+            case .failure(let failure): return .failed(errno: failure.errno)
             }
-            return .failed(errno: written < 0 ? number : EPIPE)
+            head += written
+            count -= written
+            progressed = true
+            if head == chunks[first].count {
+                // Let go of a written chunk at once: a shared unit is freed when its last reader is done.
+                chunks[first] = []
+                first += 1
+                head = 0
+            }
         }
         chunks.removeAll(keepingCapacity: chunks.capacity <= 64)
         first = 0

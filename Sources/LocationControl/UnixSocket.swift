@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+import LocationCore
+
 /// Thin helpers over the C socket API shared by the server and the client.
 enum UnixSocket {
     /// The capacity of `sun_path`, including the terminating NUL.
@@ -73,13 +75,22 @@ enum UnixSocket {
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
-    /// Sends bytes without raising `SIGPIPE` when the peer has gone; returns `send(2)`'s result.
-    static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int {
-        #if canImport(Glibc)
-        return Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-        #else
-        return Darwin.send(fd, buffer.baseAddress, buffer.count, 0)
-        #endif
+    /// Sends bytes without raising `SIGPIPE` when the peer has gone: how many it took (repeated when
+    /// interrupted), or why not.
+    static func send(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Result<Int, SystemIO.Failure> {
+        SystemIO.retrying {
+            #if canImport(Glibc)
+            Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+            #else
+            Darwin.send(fd, buffer.baseAddress, buffer.count, 0)
+            #endif
+        }
+    }
+
+    /// Receives what has arrived, up to `buffer.count` bytes: how many (0 when the peer finished sending),
+    /// repeated when interrupted, or why not.
+    static func receive(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Result<Int, SystemIO.Failure> {
+        SystemIO.retrying { recv(fd, buffer.baseAddress, buffer.count, 0) }
     }
 
     /// Milliseconds for `poll(2)`, rounded up so a deadline is never missed by a hair; `-1` for none.

@@ -23,17 +23,17 @@ struct JournalScanner: ~Copyable {
 
     /// The number of bytes to read.
     private(set) var size: Int
-    private let read: (UnsafeMutableRawBufferPointer, Int) -> Int
-    private let describe: (Int32) -> String
+    private let read: (UnsafeMutableRawBufferPointer, Int) -> Result<Int, SystemIO.Failure>
+    private let describe: (SystemIO.Failure) -> String
     private var window: UnsafeMutableBufferPointer<UInt8>
     /// The file offset of `window[0]`, and how many bytes of the window are filled.
     private var windowStart = 0
     private var windowCount = 0
 
-    /// A scanner over `size` bytes that `read` supplies; `describe` turns an `errno` into words.
+    /// A scanner over `size` bytes that `read` supplies; `describe` turns a failed read into words.
     init(
-        size: Int, windowSize: Int = 1 << 20, describe: @escaping (Int32) -> String,
-        read: @escaping (UnsafeMutableRawBufferPointer, Int) -> Int
+        size: Int, windowSize: Int = 1 << 20, describe: @escaping (SystemIO.Failure) -> String,
+        read: @escaping (UnsafeMutableRawBufferPointer, Int) -> Result<Int, SystemIO.Failure>
     ) {
         self.size = max(0, size)
         self.read = read
@@ -106,10 +106,10 @@ struct JournalScanner: ~Copyable {
         windowCount = kept
         while windowCount < window.count, windowStart + windowCount < size {
             let free = UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: window[windowCount..<min(window.count, size - windowStart)]))
-            let count = read(free, windowStart + windowCount)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw LocationError(.journalIO, describe(errno))
+            let count: Int
+            switch read(free, windowStart + windowCount) {
+            case .success(let read): count = read
+            case .failure(let failure): throw LocationError(.journalIO, describe(failure))
             }
             // A file that shrank under the scan ends where its bytes end.
             if count == 0 { size = windowStart + windowCount }

@@ -166,8 +166,11 @@ package final class LocationJournal: Sendable {
             defer { Glibc.close(fd) }
             guard fstat(fd, &info) == 0 else { throw LocationError(.journalIO, "cannot read journal \(path): \(String(cString: strerror(errno)))") }
             var header = [UInt8](repeating: 0, count: magic.count)
-            let headerCount = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            guard headerCount >= 0 else { throw LocationError(.journalIO, "cannot read journal \(path): \(String(cString: strerror(errno)))") }
+            let headerCount: Int
+            switch SystemIO.read(fd, into: &header, upTo: magic.count) {
+            case .success(let count): headerCount = count
+            case .failure(let failure): throw LocationError(.journalIO, "cannot read journal \(path): \(failure.reason)")
+            }
             if info.st_size == 0 {
                 // Created but never given its header (a crash between the two): a journal with no records.
             } else if headerCount < magic.count || header != magic {
@@ -193,11 +196,10 @@ package final class LocationJournal: Sendable {
             guard fd >= 0 else {
                 throw LocationError(.journalIO, "cannot create journal \(path): \(String(cString: strerror(errno)))")
             }
-            let written = magic.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            let number = errno
+            let written = SystemIO.writeAll(fd, magic)
             Glibc.close(fd)
-            guard written == magic.count else {
-                throw LocationError(.journalIO, "cannot create journal \(path): \(String(cString: strerror(written < 0 ? number : ENOSPC)))")
+            if case .failure(let failure) = written {
+                throw LocationError(.journalIO, "cannot create journal \(path): \(failure.reason)")
             }
         }
         guard let handle = FileHandle(forUpdatingAtPath: path) else {
@@ -241,8 +243,8 @@ package final class LocationJournal: Sendable {
         from fd: Int32, size: Int, path: String, each: (Location) -> Void
     ) throws(LocationError) -> (LoadSummary, validLength: Int) {
         var scanner = JournalScanner(
-            size: size, describe: { "cannot read journal \(path): \(String(cString: strerror($0)))" },
-            read: { buffer, offset in pread(fd, buffer.baseAddress, buffer.count, off_t(offset)) })
+            size: size, describe: { "cannot read journal \(path): \($0.reason)" },
+            read: { buffer, offset in SystemIO.read(fd, into: buffer, at: offset) })
         let cleanPath = path + ".tmp"
         let damagedPath = path + ".damaged"
         // Opened at the first damage that good records follow.
@@ -356,11 +358,12 @@ package final class LocationJournal: Sendable {
         defer { piece.deallocate() }
         var offset = range.lowerBound
         while offset < range.upperBound {
-            let count = pread(source, piece.baseAddress, min(piece.count, range.upperBound - offset), off_t(offset))
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else {
-                throw LocationError(
-                    .journalIO, "cannot read journal \(path): \(count < 0 ? String(cString: strerror(errno)) : "it is shorter than it was")")
+            let wanted = UnsafeMutableRawBufferPointer(rebasing: piece[0..<min(piece.count, range.upperBound - offset)])
+            let count: Int
+            switch SystemIO.read(source, into: wanted, at: offset) {
+            case .success(0): throw LocationError(.journalIO, "cannot read journal \(path): it is shorter than it was")
+            case .success(let read): count = read
+            case .failure(let failure): throw LocationError(.journalIO, "cannot read journal \(path): \(failure.reason)")
             }
             try writeAll(UnsafeRawBufferPointer(rebasing: piece[0..<count]), to: destination, path: destinationPath)
             offset += count
@@ -369,12 +372,8 @@ package final class LocationJournal: Sendable {
 
     /// Writes all of `bytes` to `fd`.
     private static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, path: String) throws(LocationError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw LocationError(.journalIO, "cannot write \(path): \(String(cString: strerror(written < 0 ? errno : ENOSPC)))") }
-            offset += written
+        if case .failure(let failure) = SystemIO.writeAll(fd, bytes) {
+            throw LocationError(.journalIO, "cannot write \(path): \(failure.reason)")
         }
     }
 
@@ -634,7 +633,7 @@ package final class LocationJournal: Sendable {
                 read: { buffer, offset in
                     let count = min(buffer.count, raw.count - offset)
                     buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)]))
-                    return count
+                    return .success(count)
                 })
             var locations: [Location] = []
             var damaged: [Range<Int>] = []

@@ -108,14 +108,12 @@ public final class GPXReader {
     private func readChunk() throws(GPXError) {
         switch input {
         case .file(let fd):
-            var count: Int
-            repeat {
-                count = read(fd, buffer.baseAddress, buffer.count)
-            } while count < 0 && errno == EINTR
-            guard count >= 0 else {
-                let reason = String(cString: strerror(errno))
+            let count: Int
+            switch SystemIO.read(fd, into: buffer) {
+            case .success(let read): count = read
+            case .failure(let failure):
                 closeInput()
-                throw GPXError(.io, file: fileName, line: nil, column: nil, "cannot read the file: \(reason)")
+                throw GPXError(.io, file: fileName, line: nil, column: nil, "cannot read the file: \(failure.reason)")
             }
             if count == 0 {
                 closeInput()

@@ -294,20 +294,8 @@ public final class GPXWriter {
         do throws(GPXError) {
             switch output {
             case .file(let fd, let path):
-                let reason: String? = buffer.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let written = systemWrite(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            return String(cString: strerror(errno))
-                        }
-                        offset += written
-                    }
-                    return nil
-                }
-                if let reason {
-                    throw GPXError(.io, file: path, line: nil, column: nil, "cannot write the file: \(reason)")
+                if case .failure(let failure) = SystemIO.writeAll(fd, buffer) {
+                    throw GPXError(.io, file: path, line: nil, column: nil, "cannot write the file: \(failure.reason)")
                 }
             case .sink(let sink):
                 do {
@@ -324,9 +312,4 @@ public final class GPXWriter {
             throw error
         }
     }
-}
-
-/// `write(2)`, out of the way of ``GPXWriter/write(_:)``.
-private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(fd, bytes, count)
 }

@@ -36,8 +36,8 @@ final class SpooledInput: Sendable {
     }
 
     private static func copy(_ path: String) throws(GPXError) -> Int32 {
-        func failure(_ what: String) -> GPXError {
-            GPXError(.io, file: path, line: nil, column: nil, "\(what): \(String(cString: strerror(errno)))")
+        func failure(_ what: String, _ reason: String = String(cString: strerror(errno))) -> GPXError {
+            GPXError(.io, file: path, line: nil, column: nil, "\(what): \(reason)")
         }
         let input = open(path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw failure("cannot open the input") }
@@ -50,22 +50,17 @@ final class SpooledInput: Sendable {
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            if count < 0 {
+            let count: Int
+            switch buffer.withUnsafeMutableBytes({ SystemIO.read(input, into: $0) }) {
+            case .success(let read): count = read
+            case .failure(let problem):
                 close(copy)
-                throw failure("cannot read the input")
+                throw failure("cannot read the input", problem.reason)
             }
             if count == 0 { break }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { write(copy, $0.baseAddress! + offset, count - offset) }
-                if written < 0, errno == EINTR { continue }
-                if written < 0 {
-                    close(copy)
-                    throw failure("cannot keep a copy of the input in \(directory)")
-                }
-                offset += written
+            if case .failure(let problem) = buffer.withUnsafeBytes({ SystemIO.writeAll(copy, UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) {
+                close(copy)
+                throw failure("cannot keep a copy of the input in \(directory)", problem.reason)
             }
         }
         return copy

@@ -266,13 +266,6 @@ package final class EventWriter: Sendable {
     package static func writeToStandardError(_ text: String) {
         // Closed by the caller: the descriptor's number now belongs to the runtime (see StandardStreams).
         if StandardStreams.isErrorClosed { return }
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Glibc.write(STDERR_FILENO, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0, errno == EINTR { continue }
-            if written <= 0 { return }
-            offset += written
-        }
+        _ = SystemIO.writeAll(STDERR_FILENO, Array(text.utf8))
     }
 }

@@ -91,8 +91,7 @@ package final class LifecycleStateFile: Sendable {
         switch Self.readSmallFile(path) {
         case .success(let bytes): data = Data(bytes)
         case .failure(let error):
-            let number = error.number
-            return number == ENOENT ? .absent : .ignored(reason: "state record \(path) cannot be read: \(String(cString: strerror(number)))")
+            return error.errno == ENOENT ? .absent : .ignored(reason: "state record \(path) cannot be read: \(error.reason)")
         }
         let record: Record
         do {
@@ -124,29 +123,15 @@ package final class LifecycleStateFile: Sendable {
 
     /// The first 64 KiB of a regular file (a record is about 200 bytes; more is not a record), read with
     /// plain system calls, never through a link; the errno when it cannot be read.
-    private static func readSmallFile(_ path: String) -> Result<[UInt8], SystemErrno> {
+    private static func readSmallFile(_ path: String) -> Result<[UInt8], SystemIO.Failure> {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
-        guard fd >= 0 else { return .failure(SystemErrno(errno)) }
+        guard fd >= 0 else { return .failure(SystemIO.Failure(errno)) }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(SystemErrno(errno)) }
-        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(SystemErrno(EINVAL)) }
+        guard fstat(fd, &info) == 0 else { return .failure(SystemIO.Failure(errno)) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(SystemIO.Failure(EINVAL)) }
         var bytes = [UInt8](repeating: 0, count: 65_536)
-        var total = 0
-        while total < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
-            if count < 0, errno == EINTR { continue }
-            if count < 0 { return .failure(SystemErrno(errno)) }
-            if count == 0 { break }
-            total += count
-        }
-        return .success(Array(bytes[0..<total]))
-    }
-
-    /// An errno value as an error.
-    private struct SystemErrno: Error {
-        var number: Int32
-        init(_ number: Int32) { self.number = number }
+        return SystemIO.read(fd, into: &bytes, upTo: bytes.count).map { Array(bytes[0..<$0]) }
     }
 
     /// Writes `state` atomically, tied to the journal file as it is now.
@@ -232,17 +217,10 @@ package final class LifecycleStateFile: Sendable {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw failure("create", errno) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                let number = errno
-                close(fd)
-                unlink(temporary)
-                throw failure("write", number)
-            }
-            offset += written
+        if case .failure(let problem) = SystemIO.writeAll(fd, bytes) {
+            close(fd)
+            unlink(temporary)
+            throw failure("write", problem.errno)
         }
         guard fsync(fd) == 0 else {
             let number = errno

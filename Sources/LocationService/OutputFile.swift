@@ -59,19 +59,10 @@ package struct OutputFile: Sendable {
     package static func write(_ bytes: [UInt8], to descriptor: Int32) -> WriteResult {
         // Closed by the caller (`>&-`): descriptor 1 is the runtime's now, never ours to write.
         if descriptor == STDOUT_FILENO, StandardStreams.isOutputClosed { return .failed("it is closed") }
-        return bytes.withUnsafeBytes { raw -> WriteResult in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    let number = errno
-                    if number == EINTR { continue }
-                    if number == EPIPE { return .readerGone }
-                    return .failed(String(cString: strerror(number)))
-                }
-                offset += written
-            }
-            return .written
+        switch SystemIO.writeAll(descriptor, bytes) {
+        case .success: return .written
+        case .failure(let failure) where failure.errno == EPIPE: return .readerGone
+        case .failure(let failure): return .failed(failure.reason)
         }
     }
 

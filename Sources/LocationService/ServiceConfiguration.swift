@@ -168,10 +168,10 @@ package struct ServiceConfiguration: Sendable, Hashable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while bytes.count <= largestFile {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw failure(errno)
+            let count: Int
+            switch chunk.withUnsafeMutableBytes({ SystemIO.read(fd, into: $0) }) {
+            case .success(let read): count = read
+            case .failure(let problem): throw failure(problem.errno)
             }
             if count == 0 { break }
             bytes += chunk[..<count]

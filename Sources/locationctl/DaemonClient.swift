@@ -175,7 +175,7 @@ enum DaemonClient {
         let problem = Locked<CommandFailure?>(nil)
         let reader = Task {
             var lines = first.1
-            var delay = Duration.milliseconds(250)
+            var backoff = ReconnectBackoff()
             while !Task.isCancelled {
                 let ended = await read(lines, from: socket, client: current, writer: writer, limits: limits, problem: problem)
                 guard ended, problem.value == nil, !Task.isCancelled else { break }
@@ -183,14 +183,13 @@ enum DaemonClient {
                 // Connects again until it works, a refusal ends the watch, or the watch ends.
                 var reconnected = false
                 while !reconnected, !Task.isCancelled {
-                    try? await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(5))
+                    try? await Task.sleep(for: backoff.nextDelay())
                     do throws(ControlError) {
                         let next = try connectAndWatch(socket: socket, app: app, policy: policy)
                         current.withLock { $0 = next.0 }
                         lines = next.1
                         reconnected = true
-                        delay = .milliseconds(250)
+                        backoff.reset()
                     } catch {
                         let passing: [ControlError.Code] = [.notListening, .connectionClosed, .io, .timeout, .shuttingDown, .tooManyConnections]
                         if passing.contains(error.code) { continue }

@@ -143,9 +143,11 @@ final class PlotInput {
         var number = 0
         var skipped = 0
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw CommandFailure.badData("\(name): cannot read: \(String(cString: strerror(errno)))") }
+            let count: Int
+            switch chunk.withUnsafeMutableBytes({ SystemIO.read(fd, into: $0) }) {
+            case .success(let read): count = read
+            case .failure(let failure): throw CommandFailure.badData("\(name): cannot read: \(failure.reason)")
+            }
             if count == 0 { break }
             var start = 0
             for index in 0..<count where chunk[index] == 0x0A {
@@ -234,9 +236,11 @@ final class PlotInput {
         guard fd >= 0 else { throw CommandFailure.missingInput("\(name): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 4096)
-        var count = 0
-        repeat { count = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } } while count < 0 && errno == EINTR
-        guard count >= 0 else { throw CommandFailure.missingInput("\(name): cannot read: \(String(cString: strerror(errno)))") }
+        let count: Int
+        switch head.withUnsafeMutableBytes({ SystemIO.read(fd, into: $0) }) {
+        case .success(let read): count = read
+        case .failure(let failure): throw CommandFailure.missingInput("\(name): cannot read: \(failure.reason)")
+        }
         return try classify(head[0..<count], name: name, atEnd: true)!
     }
 
@@ -280,12 +284,12 @@ final class PlotInput {
         while true {
             let wanted = limit.map { min(buffer.count, $0 - total) } ?? buffer.count
             if wanted <= 0 { break }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, wanted) }
-            if count < 0, errno == EINTR { continue }
-            if count < 0 {
-                let reason = String(cString: strerror(errno))
+            let count: Int
+            switch buffer.withUnsafeMutableBytes({ SystemIO.read(input, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<wanted])) }) {
+            case .success(let read): count = read
+            case .failure(let failure):
                 close(copy)
-                throw CommandFailure.missingInput("\(name): cannot read: \(reason)")
+                throw CommandFailure.missingInput("\(name): cannot read: \(failure.reason)")
             }
             if count == 0 { break }
             if !decided {
@@ -302,16 +306,9 @@ final class PlotInput {
                 throw CommandFailure.badData(
                     "\(name) goes on past \(maximumSpool >> 30) GiB, more than plot copies from a pipe; plot a file instead (it is read in place, whatever its size)")
             }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { Glibc.write(copy, $0.baseAddress! + offset, count - offset) }
-                if written < 0, errno == EINTR { continue }
-                if written < 0 {
-                    let reason = String(cString: strerror(errno))
-                    close(copy)
-                    throw CommandFailure.ioError("cannot keep a copy of \(name) in \(directory): \(reason)")
-                }
-                offset += written
+            if case .failure(let failure) = buffer.withUnsafeBytes({ SystemIO.writeAll(copy, UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) {
+                close(copy)
+                throw CommandFailure.ioError("cannot keep a copy of \(name) in \(directory): \(failure.reason)")
             }
         }
         return copy

@@ -116,8 +116,8 @@ final class RawSocket: Sendable {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { UnixSocket.send(fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
-            if sent <= 0 { return }
-            offset += sent
+            guard case .success(let count) = sent, count > 0 else { return }
+            offset += count
         }
     }
 

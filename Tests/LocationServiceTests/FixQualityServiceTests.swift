@@ -4,6 +4,7 @@ import LocationCore
 import LocationService
 import LocationTesting
 import Testing
+import locationctl
 
 /// The correction status and satellite counts in the text and JSON formats, and the "waiting for a fix"
 /// lines while the receiver has none.

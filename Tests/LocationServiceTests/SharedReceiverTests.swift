@@ -1,6 +1,7 @@
 import Foundation
 import LocationCore
 import Testing
+import locationd
 
 @testable import LocationService
 

@@ -3,6 +3,8 @@ import LocationControl
 import LocationCore
 import LocationService
 import Testing
+import locationd
+import locationctl
 
 #if canImport(Glibc)
 import Glibc

@@ -21,6 +21,19 @@ struct SocketSpoofingTests {
         #expect(!FileManager.default.fileExists(atPath: socket))
     }
 
+    @Test("a mistyped --socket creates nothing: only the socket's own directory is made, under one that exists")
+    func createsOnlyTheSocketsOwnDirectory() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 10)
+        let socket = directory.file("typo/run/control.sock")
+        let result = try Tool.run("locationd", ["--replay", track, "--socket", socket], timeout: 20, in: directory)
+        #expect(result.status != 0, "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        #expect(result.stderr.contains("cannot create directory \(directory.file("typo/run"))"), "\(result.stderr)")
+        #expect(result.stderr.contains("\(directory.file("typo")) does not exist either"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("typo")), "no directory was created")
+    }
+
     @Test(
         "a socket another user bound in a shared sticky directory is refused by locationctl with exit 77, nothing sent",
         .enabled(if: getuid() == 0, "switching to a second uid needs root"))

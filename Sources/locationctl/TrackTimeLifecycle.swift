@@ -1,4 +1,5 @@
 import Foundation
+import LocationService
 import LocationCore
 
 /// Drives an application through a ``LifecycleScript`` in track time: the time of the replayed fixes.

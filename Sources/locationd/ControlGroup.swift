@@ -1,4 +1,5 @@
 import Foundation
+import LocationService
 import LocationCore
 
 /// The group given the control socket (`control.group`, `--control-group`), as a number.

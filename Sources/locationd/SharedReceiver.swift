@@ -1,4 +1,5 @@
 import Foundation
+import LocationService
 import LocationCore
 
 /// One receiver shared by many apps: the daemon's source runs once, at what the apps need together, and

@@ -1,4 +1,5 @@
 import Foundation
+import LocationService
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+import LocationService
 import LocationControl
 import LocationCore
 

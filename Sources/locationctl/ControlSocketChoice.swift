@@ -1,6 +1,7 @@
 import LocationControl
 import ArgumentParser
 import Foundation
+import LocationService
 
 /// The control socket(s) a client tries, in order, and why.
 ///
