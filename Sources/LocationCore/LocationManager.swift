@@ -579,29 +579,20 @@ public final class LocationManager: Sendable {
         }
         state.sourceGeneration += 1
         let generation = state.sourceGeneration
-        let context = LocationSourceContext(clock: clock, mode: mode) { [weak self] event in
-            self?.handle(event, generation: generation)
-        }
-        state.context = context
-        let source = self.source
-        state.sourceTask = Task { [weak self] in
-            do {
-                try await source.run(context)
-                self?.sourceEnded(generation: generation, error: nil)
-            } catch is CancellationError {
-                return
-            } catch {
-                self?.sourceEnded(generation: generation, error: error)
-            }
-        }
+        let run = SourceRun(
+            source, clock: clock, mode: mode,
+            report: { [weak self] event in self?.handle(event, generation: generation) },
+            ended: { [weak self] result in self?.sourceEnded(generation: generation, result: result) })
+        state.context = run.context
+        state.sourceTask = run.task
     }
 
-    private func sourceEnded(generation: Int, error: (any Error)?) {
+    private func sourceEnded(generation: Int, result: Result<Void, any Error>) {
         let failure: LocationError? =
-            switch error {
-            case nil: nil
-            case let error as LocationError: error
-            case let error?: LocationError(.sourceFailed, "\(source.name) failed: \(error)")
+            switch result {
+            case .success: nil
+            case .failure(let error as LocationError): error
+            case .failure(let error): LocationError(.sourceFailed, "\(source.name) failed: \(error)")
             }
         let requests = state.withLock { state -> [Request] in
             guard state.sourceGeneration == generation else { return [] }

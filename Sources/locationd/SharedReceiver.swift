@@ -184,21 +184,12 @@ package final class SharedReceiver: Sendable {
         state.generation += 1
         state.starts += 1
         let generation = state.generation
-        let context = LocationSourceContext(clock: clock, mode: wanted) { [weak self] event in
-            self?.fanOut(event, generation: generation)
-        }
-        state.context = context
-        let source = self.source
-        state.task = Task { [weak self] in
-            do {
-                try await source.run(context)
-                self?.sourceEnded(generation: generation, result: .success(()))
-            } catch is CancellationError {
-                return
-            } catch {
-                self?.sourceEnded(generation: generation, result: .failure(error))
-            }
-        }
+        let run = SourceRun(
+            source, clock: clock, mode: wanted,
+            report: { [weak self] event in self?.fanOut(event, generation: generation) },
+            ended: { [weak self] result in self?.sourceEnded(generation: generation, result: result) })
+        state.context = run.context
+        state.task = run.task
     }
 
     private func sourceEnded(generation: Int, result: Result<Void, any Error>) {

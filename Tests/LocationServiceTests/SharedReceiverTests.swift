@@ -98,6 +98,13 @@ private func cycle(_ seconds: Int, accuracy: Double? = nil, timeout: Int = 10) -
 
 @Suite("One receiver shared by many apps")
 struct SharedReceiverTests {
+    /// A manual clock, a source the test drives, and a receiver sharing it.
+    fileprivate static func rig() -> (ManualClock, DrivenSource, SharedReceiver) {
+        let clock = ManualClock()
+        let source = DrivenSource()
+        return (clock, source, SharedReceiver(source: source, clock: clock))
+    }
+
     @Test func theCombinedModeIsContinuousIfAnyTapIsElseACommonDivisorOfTheIntervalsAndTheStrictestAccuracy() {
         #expect(SharedReceiver.combined([AcquisitionMode]()) == nil)
         #expect(SharedReceiver.combined([cycle(60), .continuous, cycle(30)]) == .continuous)
@@ -115,9 +122,7 @@ struct SharedReceiverTests {
     }
 
     @Test func theSourceRunsOnlyWhileATapRunsInTheModeTheyNeedTogether() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         #expect(receiver.mode == nil && !source.isRunning, "nobody wants updates: the source does not run")
 
         let background = TapRun(receiver, clock: clock, mode: cycle(60))
@@ -144,9 +149,7 @@ struct SharedReceiverTests {
     }
 
     @Test func aBackgroundTapGetsOneFixPerIntervalWhileAnotherKeepsTheReceiverContinuous() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let foreground = TapRun(receiver, clock: clock, mode: .continuous)
         let background = TapRun(receiver, clock: clock, mode: cycle(60))
         #expect(await settle { receiver.tapCount == 2 && source.isRunning })
@@ -162,9 +165,7 @@ struct SharedReceiverTests {
     }
 
     @Test func twoBackgroundTapsOf7And5SecondsGetFixesExactlyThatFarApart() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let seven = TapRun(receiver, clock: clock, mode: cycle(7))
         let five = TapRun(receiver, clock: clock, mode: cycle(5))
         #expect(await settle { receiver.tapCount == 2 && source.mode == cycle(1) })
@@ -189,9 +190,7 @@ struct SharedReceiverTests {
     }
 
     @Test func aBackgroundIntervalOfAFractionOfASecondIsKeptOnAverageBesideAContinuousReceiver() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let foreground = TapRun(receiver, clock: clock, mode: .continuous)
         let interval = DutyCycle(interval: .milliseconds(3300), desiredAccuracy: nil, acquisitionTimeout: .seconds(10))
         let background = TapRun(receiver, clock: clock, mode: .dutyCycled(interval))
@@ -210,9 +209,7 @@ struct SharedReceiverTests {
     }
 
     @Test func aBackgroundTapTakesTheFirstFixMeetingItsAccuracyElseTheBestWhenItsTimeIsUp() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let foreground = TapRun(receiver, clock: clock, mode: .continuous)
         let background = TapRun(receiver, clock: clock, mode: cycle(60, accuracy: 10, timeout: 5))
         #expect(await settle { receiver.tapCount == 2 && source.isRunning })
@@ -233,9 +230,7 @@ struct SharedReceiverTests {
     }
 
     @Test func statusAndErrorsReachEveryTapInTheSourcesOrder() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let first = TapRun(receiver, clock: clock, mode: .continuous)
         let second = TapRun(receiver, clock: clock, mode: cycle(60))
         #expect(await settle { receiver.tapCount == 2 && source.isRunning })
@@ -251,9 +246,7 @@ struct SharedReceiverTests {
     }
 
     @Test func aSourceThatEndsEndsEveryTapAndIsNeverStartedAgain() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let first = TapRun(receiver, clock: clock, mode: .continuous)
         let second = TapRun(receiver, clock: clock, mode: cycle(60))
         #expect(await settle { receiver.tapCount == 2 && source.isRunning })
@@ -268,9 +261,7 @@ struct SharedReceiverTests {
     }
 
     @Test func aSourceThatFailsFailsTheTapsRunningAndTheNextTapStartsItAgain() async {
-        let clock = ManualClock()
-        let source = DrivenSource()
-        let receiver = SharedReceiver(source: source, clock: clock)
+        let (clock, source, receiver) = Self.rig()
         let first = TapRun(receiver, clock: clock, mode: .continuous)
         #expect(await settle { source.isRunning })
         source.end(.failure(LocationError(.sourceFailed, "broken")))
