@@ -78,7 +78,9 @@ package enum CommandMain {
                 exitAfterFlushingStandardOutput(program)
             }
             let message = root.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
-            let line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+            var line = message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message
+            // One line a person can read: 20,000 stray arguments are not all quoted back.
+            if line.count > 240 { line = String(line.prefix(200)) + "… (\(line.count - 200) more characters)" }
             EventWriter.writeToStandardError("\(program): \(TerminalText.escaped(line)) (see '\(program) --help')\n")
             Foundation.exit(code.rawValue)
         }

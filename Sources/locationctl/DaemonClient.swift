@@ -22,7 +22,8 @@ enum DaemonClient {
         // Another user's app (only root may name one), or a daemon that cannot tell users apart.
         case "not-owner", "unmapped-user": .noPermission("locationd at \(socket): \(error.message)")
         case "app-in-use": .unavailable("locationd at \(socket): \(error.message)")
-        case "no-such-app": .unavailable("locationd at \(socket): \(error.message)")
+        // What was named is not there (66, as a missing input file): locationd itself answered.
+        case "no-such-app": .missingInput("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.journalIO): .cannotCreate("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
         case .tooManyConnections, .shuttingDown, "too-many-apps":

@@ -57,6 +57,17 @@ struct CommandConventionTests {
         #expect(result.stderr.contains(quoted) && result.stderr.contains("--format"), "\(result.stderr)")
     }
 
+    @Test("20,000 stray arguments are one usage line of readable length, exit 64")
+    func strayArgumentsGiveOneShortLine() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let result = try Tool.run("locationctl", ["replay", track] + (1...20_000).map(String.init), in: directory)
+        #expect(result.status == 64, "\(result.stderr.prefix(300))")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].count < 400, "\(result.stderr.prefix(300))")
+        #expect(result.stderr.contains("20000 unexpected arguments: '1', '2'") && result.stderr.contains("more characters)"))
+    }
+
     @Test("in text, replay writes one line per location on standard output and the state and batch lines on standard error")
     func textLocationsAloneOnStandardOutput() throws {
         let directory = TemporaryDirectory()
