@@ -66,8 +66,27 @@ package enum CommandMain {
         return fields
     }()
 
+    /// The position (from 1, after the program) and raw bytes of the first argument that is not UTF-8, which
+    /// a Swift `String` cannot hold: the runtime replaces such bytes with U+FFFD, and a file named so would
+    /// be looked for under another name (and "not found").
+    static func firstArgumentNotUTF8() -> (position: Int, bytes: [UInt8])? {
+        guard let raw = FileManager.default.contents(atPath: "/proc/self/cmdline") else { return nil }
+        var fields = raw.split(separator: 0, omittingEmptySubsequences: false)
+        if fields.last?.isEmpty == true { fields.removeLast() }
+        for (index, field) in fields.enumerated().dropFirst() where String(validating: field, as: UTF8.self) == nil {
+            return (index, Array(field))
+        }
+        return nil
+    }
+
     private static func parseOrExit<Root: ParsableCommand>(_ root: Root.Type) -> any ParsableCommand {
         let program = root.configuration.commandName ?? "locationctl"
+        if let (position, bytes) = firstArgumentNotUTF8() {
+            let shown = bytes.prefix(120).map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: false).leftPadded }.joined()
+            EventWriter.writeToStandardError(
+                "\(program): argument \(position) (\(shown)) is not UTF-8, which \(program) cannot name a file by; rename it, or give a link with a UTF-8 name (see '\(program) --help')\n")
+            Foundation.exit(64)
+        }
         do {
             return try root.parseAsRoot(arguments())
         } catch {
@@ -85,4 +104,9 @@ package enum CommandMain {
             Foundation.exit(code.rawValue)
         }
     }
+}
+
+extension String {
+    /// Two hex digits: `f` becomes `0f`.
+    fileprivate var leftPadded: String { count < 2 ? "0" + self : self }
 }

@@ -68,6 +68,19 @@ struct CommandConventionTests {
         #expect(result.stderr.contains("20000 unexpected arguments: '1', '2'") && result.stderr.contains("more characters)"))
     }
 
+    @Test("a file name that is not UTF-8 is one line naming its bytes and exit 64, not 'no such file' of another name")
+    func argumentsThatAreNotUTF8AreNamed() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        // A Latin-1 name: `caf\xe9.gpx`. Swift cannot hold it in a String, so the shell makes it.
+        let result = try Tool.run(
+            "/bin/bash", ["-c", #"cp "$1" "$2/caf$(printf '\351').gpx" && cd "$2" && "$0" replay "caf$(printf '\351').gpx" --fast"#,
+                          Tool.path("locationctl"), track, directory.path],
+            in: directory)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr == "locationctl: argument 2 (caf\\xe9.gpx) is not UTF-8, which locationctl cannot name a file by; rename it, or give a link with a UTF-8 name (see 'locationctl --help')\n")
+    }
+
     @Test("in text, replay writes one line per location on standard output and the state and batch lines on standard error")
     func textLocationsAloneOnStandardOutput() throws {
         let directory = TemporaryDirectory()
