@@ -159,15 +159,22 @@ package final class EventWriter: Sendable {
     /// Why the output stopped early, if it did.
     package var failure: Failure? { withState { $0.failure } }
 
-    /// Writes one event (nothing once the output has stopped).
-    package func write(_ event: ControlEvent) {
+    /// Writes one event (nothing once the output has stopped). In JSON, `line` is the event as it came (a
+    /// watch of locationd): written as it is rather than encoded again, so a batch of 100,000 fixes is copied,
+    /// not rewritten.
+    package func write(_ event: ControlEvent, line: [UInt8]? = nil) {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
             if case .location = event { state.locations += 1 }
             if case .batch(let locations, _, _) = event { state.locations += locations.count }
             switch format {
             case .json:
-                JSONLineEncoder.append(event, to: &state.buffer)
+                if let line {
+                    state.buffer.append(contentsOf: line)
+                    state.buffer.append(0x0A)
+                } else {
+                    JSONLineEncoder.append(event, to: &state.buffer)
+                }
             case .text:
                 if case .location = event {
                     state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)

@@ -242,8 +242,9 @@ enum DaemonClient {
                     }
                     // Acknowledged from within the write, which comes before the watch may end (on the
                     // --count that the batch reaches): the ack is sent before the connection closes.
-                    limits.handle(event) { event in
-                        writer.write(event)
+                    limits.handle(event) { event, whole in
+                        // Written as it came, unless the count cut it.
+                        writer.write(event, line: whole ? line : nil)
                         // Written whole: the daemon may let go of the batch. (A batch the count cut has no id.)
                         if case .batch(let locations, _, let id?) = event, !locations.isEmpty, writer.failure == nil {
                             try? client.value?.send(.acknowledge(batch: id))

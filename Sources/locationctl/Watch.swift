@@ -193,6 +193,13 @@ final class WatchLimits: Sendable {
     /// A held batch counts as its fixes; one that the count would cut is written up to the count, without its
     /// id (so it is not acknowledged: locationd sends it whole to the next watcher).
     func handle(_ event: ControlEvent, write: (ControlEvent) -> Void) {
+        handle(event) { written, _ in write(written) }
+    }
+
+    /// As ``handle(_:write:)``; `write` also learns whether the event is written as it came (`false` for a
+    /// batch the count cut).
+    func handle(_ event: ControlEvent, write: (ControlEvent, _ whole: Bool) -> Void) {
+        var whole = true
         let (written, outcome) = state.withLock { state -> (ControlEvent?, Outcome?) in
             switch event {
             case .location:
@@ -213,8 +220,9 @@ final class WatchLimits: Sendable {
                     return (event, nil)
                 }
                 state.locations = count
-                let cut: ControlEvent = locations.count == room ? event : .batch(Array(locations.prefix(room)), reason: reason, id: nil)
-                return (cut, .done)
+                guard locations.count > room else { return (event, .done) }
+                whole = false
+                return (.batch(Array(locations.prefix(room)), reason: reason, id: nil), .done)
             case .source:
                 // The receiver answered: the source is reachable.
                 state.sawData = true
@@ -226,7 +234,7 @@ final class WatchLimits: Sendable {
                 return (event, nil)
             }
         }
-        if let written { write(written) }
+        if let written { write(written, whole) }
         if let outcome { finished.continuation.yield(outcome) }
     }
 

@@ -572,10 +572,10 @@ struct MultiAppDaemonTests {
         #expect(noApp?.message == "this connection acts on no app (its last open failed, or the app was removed): open one first")
         #expect(try daemon.status().state == .active, "the request after the refused open did not reach default")
         let status = try daemon.ctl(["status", "--app", "nothere"])
-        #expect(status.status == 69 && status.stderr.contains("no app nothere"), "\(status.stderr)")
+        #expect(status.status == 66 && status.stderr.contains("no app nothere"), "\(status.stderr)")
         // Reading an app's state neither: a typo must not leave an active app keeping the receiver running.
         let read = try daemon.ctl(["state", "--app", "typo"])
-        #expect(read.status == 69 && read.stderr.contains("no app typo"), "\(read.stderr)")
+        #expect(read.status == 66 && read.stderr.contains("no app typo"), "\(read.stderr)")
         let listed = try daemon.ctl(["status", "--all", "--format", "json"])
         #expect(!listed.stdout.contains("nothere") && !listed.stdout.contains("typo"), "reading does not create an app")
         let created = try daemon.ctl(["state", "--app", "typo", "background"])
