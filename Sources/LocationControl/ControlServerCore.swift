@@ -110,6 +110,12 @@ final class ControlServerCore: Sendable {
     ///
     /// - Returns: The socket's own directory when this call created it, else `nil`.
     private static func createParentDirectory(of path: String) throws(ControlError) -> String? {
+        // `DIR/` or `DIR/.` would create DIR and then find it in the socket's place.
+        let last = path.split(separator: "/").last
+        guard !path.hasSuffix("/"), last != ".", last != ".." else {
+            let directory = path.hasSuffix("/") ? String(path.dropLast()) : path
+            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/control.sock")
+        }
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
         let parent = String(path[..<slash])
         guard mkdir(parent, 0o700) != 0 else { return parent }

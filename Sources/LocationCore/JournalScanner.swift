@@ -1,12 +1,8 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Reads a journal's records in file order through a window of bounded size, so that a journal of any
 /// length (a sparse 6 GB file included) is read in constant memory.
 ///
 /// The bytes come from `read`, which fills a buffer from a file offset as `pread` does (a count, 0 at the
-/// end, -1 with `errno` on failure). Each whole record with a matching checksum is reported with its bytes;
+/// end, or the failure). Each whole record with a matching checksum is reported with its bytes;
 /// a stretch that is not one (a flipped byte, a torn write, zeros) is reported as damage once the scan has
 /// found where the next good record starts, or the end.
 struct JournalScanner: ~Copyable {

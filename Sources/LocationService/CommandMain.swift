@@ -66,25 +66,38 @@ package enum CommandMain {
         return fields
     }()
 
-    /// The position (from 1, after the program) and raw bytes of the first argument that is not UTF-8, which
-    /// a Swift `String` cannot hold: the runtime replaces such bytes with U+FFFD, and a file named so would
-    /// be looked for under another name (and "not found").
-    static func firstArgumentNotUTF8() -> (position: Int, bytes: [UInt8])? {
-        guard let raw = FileManager.default.contents(atPath: "/proc/self/cmdline") else { return nil }
-        var fields = raw.split(separator: 0, omittingEmptySubsequences: false)
-        if fields.last?.isEmpty == true { fields.removeLast() }
-        for (index, field) in fields.enumerated().dropFirst() where String(validating: field, as: UTF8.self) == nil {
-            return (index, Array(field))
+    /// The first argument, or variable of ours in the environment, that is not UTF-8, named for a person
+    /// (`argument 2`, `LOCATIOND_SOCKET`), with its raw bytes. A Swift `String` cannot hold such bytes: the
+    /// runtime replaces them with U+FFFD, and a file named so would be looked for under another name.
+    static func firstInputNotUTF8() -> (name: String, bytes: [UInt8])? {
+        func fields(_ path: String) -> [ArraySlice<UInt8>] {
+            guard let raw = FileManager.default.contents(atPath: path) else { return [] }
+            var fields = Array(raw).split(separator: 0, omittingEmptySubsequences: false)
+            if fields.last?.isEmpty == true { fields.removeLast() }
+            return fields
+        }
+        for (index, field) in fields("/proc/self/cmdline").enumerated().dropFirst()
+        where String(validating: field, as: UTF8.self) == nil {
+            return ("argument \(index)", Array(field))
+        }
+        // The variables read as paths or settings: the daemon's own, and where sockets and copies go.
+        for field in fields("/proc/self/environ") {
+            guard let equals = field.firstIndex(of: UInt8(ascii: "=")),
+                let name = String(validating: field[..<equals], as: UTF8.self),
+                name.hasPrefix("LOCATIOND_") || name == "XDG_RUNTIME_DIR" || name == "TMPDIR",
+                String(validating: field[(equals + 1)...], as: UTF8.self) == nil
+            else { continue }
+            return (name, Array(field[(equals + 1)...]))
         }
         return nil
     }
 
     private static func parseOrExit<Root: ParsableCommand>(_ root: Root.Type) -> any ParsableCommand {
         let program = root.configuration.commandName ?? "locationctl"
-        if let (position, bytes) = firstArgumentNotUTF8() {
+        if let (name, bytes) = firstInputNotUTF8() {
             let shown = bytes.prefix(120).map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: false).leftPadded }.joined()
             EventWriter.writeToStandardError(
-                "\(program): argument \(position) (\(shown)) is not UTF-8, which \(program) cannot name a file by; rename it, or give a link with a UTF-8 name (see '\(program) --help')\n")
+                "\(program): \(name) (\(shown)) is not UTF-8, and \(program) reads text only as UTF-8; for a file or directory so named, rename it or give a link with a UTF-8 name (see '\(program) --help')\n")
             Foundation.exit(64)
         }
         do {

@@ -43,8 +43,9 @@ final class PlotInput {
     /// Seconds since its last change within which a file is taken to be still written.
     private static let stillWrittenWithin = 5.0
 
-    /// The longest JSON line accepted: far above any event, small enough to bound memory.
-    private static let maximumLineLength = 1 << 20
+    /// The longest JSON line accepted: a held batch is one line (about 250 bytes a fix, 100,000 fixes by
+    /// default, a daemon's `batch.capacity` at most), so only a bound on memory, far above any batch.
+    private static let maximumLineLength = 1 << 30
 
     /// Opens `argument` (`-` is standard input) and finds what it holds.
     init(_ argument: String) throws(CommandFailure) {
@@ -202,8 +203,12 @@ final class PlotInput {
             case .notRunning: break
             }
         case .batch(let locations, _, _):
-            // An earlier version's batch line carries no locations: they follow it as location lines.
-            guard !locations.isEmpty else { return }
+            // An earlier version's batch line carries no locations: its `count` location lines follow it.
+            guard !locations.isEmpty else {
+                let header = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
+                if let count = header?["count"] as? Int, count > 0 { try visit(.batch(count: count)) }
+                return
+            }
             try visit(.batch(count: locations.count))
             for location in locations {
                 guard location.hasValidCoordinate else {

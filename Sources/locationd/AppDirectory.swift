@@ -85,7 +85,11 @@ struct AppDirectory: Sendable {
     static func checkJournalDirectory(of journal: String) throws(LocationError) {
         let directory = FilePathText.parent(of: journal)
         var info = stat()
-        guard stat(directory, &info) == 0 else { return }  // Missing: the journal's own open says so.
+        guard stat(directory, &info) == 0 else {
+            // Named as the user gave it, not by the first of the files beside the journal that fails to open.
+            let reason = String(cString: strerror(errno))
+            throw LocationError(.journalIO, "cannot use the journal directory \(directory): \(reason); create it (mode 700) or choose another --journal")
+        }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw LocationError(.journalIO, "the journal directory \(directory) may be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))), who could plant files locationd would write through; use a directory only its owner can write (chmod 700), such as /var/lib/locationd")
         }

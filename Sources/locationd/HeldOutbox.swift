@@ -20,6 +20,8 @@ final class HeldOutbox: Sendable {
         var removed: UInt64 = 0
         /// The last write failed: the file lacks fixes held here, and the next write rewrites it whole.
         var writeFailed = false
+        /// The ends of the ids handed out and not yet acknowledged: only those are taken by `acknowledge`.
+        var issued: Set<UInt64> = []
     }
 
     private let state = Locked(State())
@@ -90,14 +92,14 @@ final class HeldOutbox: Sendable {
                 state.writeFailed = true
                 return .failure(error)
             }
-            return .success((state.fixes.count, id(state), dropped))
+            return .success((state.fixes.count, issue(&state), dropped))
         }
         return try result.get()
     }
 
     /// What waits, with its id; `nil` when nothing does.
     func pending() -> (locations: [Location], id: String)? {
-        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, id(state)) }
+        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state)) }
     }
 
     /// Removes the fixes of the batch `id` names (and any before them); returns how many, or `nil` for an id
@@ -105,12 +107,13 @@ final class HeldOutbox: Sendable {
     /// nothing is removed.
     func acknowledge(_ id: String) throws(LocationError) -> Int? {
         let parts = id.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0] == run, let end = UInt64(parts[1]) else { return nil }
+        // Only the form handed out (no sign, no leading zeros) names a batch.
+        guard parts.count == 2, parts[0] == run, let end = UInt64(parts[1]), String(end) == parts[1] else { return nil }
         let result: Result<Int?, LocationError> = state.withLock { state in
-            let sent = state.removed + UInt64(state.fixes.count)
-            guard end <= sent else { return .success(nil) }
             // Already acknowledged (by another consumer): nothing more to remove.
             guard end > state.removed else { return .success(0) }
+            // An id never handed out names no batch, though it falls within the outbox.
+            guard state.issued.contains(end) else { return .success(nil) }
             let count = Int(end - state.removed)
             let remaining = Array(state.fixes.dropFirst(count))
             do throws(LocationError) {
@@ -122,6 +125,7 @@ final class HeldOutbox: Sendable {
             state.fixes = remaining
             state.removed = end
             state.writeFailed = false
+            state.issued = state.issued.filter { $0 > end }
             return .success(count)
         }
         return try result.get()
@@ -154,7 +158,10 @@ final class HeldOutbox: Sendable {
         journal?.close()
     }
 
-    private func id(_ state: State) -> String {
-        "\(run).\(state.removed + UInt64(state.fixes.count))"
+    /// The id of what the outbox holds now, noted as handed out.
+    private func issue(_ state: inout State) -> String {
+        let end = state.removed + UInt64(state.fixes.count)
+        state.issued.insert(end)
+        return "\(run).\(end)"
     }
 }

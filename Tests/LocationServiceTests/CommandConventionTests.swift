@@ -78,7 +78,13 @@ struct CommandConventionTests {
                           Tool.path("locationctl"), track, directory.path],
             in: directory)
         #expect(result.status == 64, "\(result.stderr)")
-        #expect(result.stderr == "locationctl: argument 2 (caf\\xe9.gpx) is not UTF-8, which locationctl cannot name a file by; rename it, or give a link with a UTF-8 name (see 'locationctl --help')\n")
+        #expect(result.stderr == "locationctl: argument 2 (caf\\xe9.gpx) is not UTF-8, and locationctl reads text only as UTF-8; for a file or directory so named, rename it or give a link with a UTF-8 name (see 'locationctl --help')\n")
+        // A variable of ours is read the same way: the socket it names is not replaced by another name.
+        let variable = try Tool.run(
+            "/bin/bash", ["-c", #"LOCATIOND_SOCKET="$1/s$(printf '\351').sock" "$0" status"#, Tool.path("locationctl"), directory.path],
+            in: directory)
+        #expect(variable.status == 64, "\(variable.stderr)")
+        #expect(variable.stderr.hasPrefix("locationctl: LOCATIOND_SOCKET (\(directory.path)/s\\xe9.sock) is not UTF-8"), "\(variable.stderr)")
     }
 
     @Test("in text, replay writes one line per location on standard output and the state and batch lines on standard error")

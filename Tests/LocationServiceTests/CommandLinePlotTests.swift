@@ -144,4 +144,44 @@ struct CommandLinePlotTests {
         #expect(result.stderr == "locationctl: cut.jsonl line 3: the last line is incomplete and is left out\n")
         #expect(try String(contentsOfFile: directory.file("cut.svg"), encoding: .utf8).contains("2 points"))
     }
+
+    @Test("a held batch of 8,000 fixes (a 2 MB line) plots, and the same track written the earlier way (a batch line then its location lines) draws the same picture")
+    func largeBatchLinesAndTheEarlierFormatDrawAlike() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 8_200)
+        let replay = try Tool.run(
+            "locationctl", ["replay", track, "--fast", "--format", "json", "--background-location", "off", "--reduced-interval", "0.1",
+                            "--lifecycle", "60s:background,8100s:active", "--output", directory.file("new.jsonl")], in: directory)
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let lines = try String(contentsOfFile: directory.file("new.jsonl"), encoding: .utf8).split(separator: "\n").map(String.init)
+        // The earlier format: the batch line without its locations, which follow it as location lines.
+        var earlier: [String] = []
+        var largest = 0
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            guard object["type"] as? String == "batch", let locations = object["locations"] as? [[String: Any]] else {
+                earlier.append(line)
+                continue
+            }
+            largest = max(largest, line.utf8.count)
+            var header = object
+            header.removeValue(forKey: "locations")
+            earlier.append(String(decoding: try JSONSerialization.data(withJSONObject: header), as: UTF8.self))
+            for location in locations {
+                var typed = location
+                typed["type"] = "location"
+                earlier.append(String(decoding: try JSONSerialization.data(withJSONObject: typed), as: UTF8.self))
+            }
+        }
+        #expect(largest > 1 << 21, "a batch line of \(largest) bytes")
+        try (earlier.joined(separator: "\n") + "\n").write(toFile: directory.file("old.jsonl"), atomically: true, encoding: .utf8)
+        for name in ["new", "old"] {
+            let plot = try Tool.run("locationctl", ["plot", "\(name).jsonl", "--output", "\(name).svg"], in: directory)
+            #expect(plot.status == 0 && plot.stderr.isEmpty, "\(name): \(plot.stderr)")
+        }
+        let new = try String(contentsOfFile: directory.file("new.svg"), encoding: .utf8)
+        #expect(new.contains(">held batch delivered</text>") && new.contains(">suspended (held)</text>"))
+        let old = try String(contentsOfFile: directory.file("old.svg"), encoding: .utf8)
+        #expect(old.replacingOccurrences(of: "old.jsonl", with: "new.jsonl") == new, "the same picture from either format (but its title)")
+    }
 }

@@ -135,6 +135,18 @@ struct HeldBatchDeliveryTests {
         #expect(again.reason == "unacknowledged")
         #expect(zip(again.times, again.times.dropFirst()).allSatisfy { $0 < $1 }, "oldest first, none twice")
 
+        // An id never handed out names no batch, even within the outbox's range or spelled another way.
+        let handedOut = try #require(again.id)
+        let (run, end) = (handedOut.split(separator: ".")[0], try #require(Int(handedOut.split(separator: ".")[1])))
+        for bogus in ["\(run).0\(end)", "\(run).+\(end)", "\(run).\(end - 1)"] {
+            do {
+                _ = try ControlClient.request(.acknowledge(batch: bogus), path: daemon.socket)
+                Issue.record("\(bogus) was taken")
+            } catch {
+                #expect(error.code.rawValue == "no-such-batch", "\(bogus): \(error)")
+            }
+        }
+        #expect(try daemon.status().unacknowledged == waiting, "nothing was removed")
         // An id from before the restart removes nothing; the batch's own id removes it all.
         do {
             _ = try ControlClient.request(.acknowledge(batch: "0.\(waiting)"), path: daemon.socket)

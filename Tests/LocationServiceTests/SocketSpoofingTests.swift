@@ -32,6 +32,19 @@ struct SocketSpoofingTests {
         #expect(result.stderr.contains("cannot create directory \(directory.file("typo/run"))"), "\(result.stderr)")
         #expect(result.stderr.contains("\(directory.file("typo")) does not exist either"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("typo")), "no directory was created")
+        // A path that names a directory (`DIR/`, `DIR/.`) is refused before anything is made.
+        for named in ["made/", "made/."] {
+            let refused = try Tool.run("locationd", ["--replay", track, "--socket", directory.file(named)], timeout: 20, in: directory)
+            #expect(refused.status == 73, "\(named): \(refused.stderr)")
+            #expect(refused.stderr.contains("names a directory; a socket path ends in a file name"), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.file("made")), "\(named): nothing was created")
+        }
+        // So is a journal in a directory that is not there: named as given, nothing created.
+        let journal = try Tool.run(
+            "locationd", ["--replay", track, "--socket", directory.file("j.sock"), "--journal", directory.file("nodir/held.journal")],
+            timeout: 20, in: directory)
+        #expect(journal.status == 73, "\(journal.stderr)")
+        #expect(journal.stderr == "locationd: cannot use the journal directory \(directory.file("nodir")): No such file or directory; create it (mode 700) or choose another --journal\n")
     }
 
     @Test(
