@@ -41,6 +41,11 @@ package final class ControlServer: Sendable {
     /// For `watch`, a success reply turns the connection into a watcher.
     package typealias Handler = @Sendable (ControlRequest, ControlConnection) async -> ControlReply
 
+    /// Whether a socket could be made at `path` (see `ControlServerCore.checkPlace(of:)`), without making it.
+    package static func checkPlace(of path: String) throws(ControlError) {
+        try ControlServerCore.checkPlace(of: path)
+    }
+
     private let core: ControlServerCore
 
     /// Creates the socket file, starts listening, and starts the event loop thread.

@@ -110,24 +110,34 @@ final class ControlServerCore: Sendable {
     ///
     /// - Returns: The socket's own directory when this call created it, else `nil`.
     private static func createParentDirectory(of path: String) throws(ControlError) -> String? {
-        // `DIR/` or `DIR/.` would create DIR and then find it in the socket's place.
-        let last = path.split(separator: "/").last
-        guard !path.hasSuffix("/"), last != ".", last != ".." else {
-            let directory = path.hasSuffix("/") ? String(path.dropLast()) : path
-            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/control.sock")
-        }
+        try checkPlace(of: path)
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
         let parent = String(path[..<slash])
         guard mkdir(parent, 0o700) != 0 else { return parent }
         let number = errno
         guard number != EEXIST else { return nil }
-        // Named only when it is so: in /proc, for one, mkdir fails with ENOENT below a directory that exists.
-        let grandparent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "."
-        let hint = number == ENOENT && access(grandparent, F_OK) != 0
-            ? " (\(grandparent) does not exist either; locationd creates only the socket's own directory)" : ""
         throw ControlError(
             number == EACCES || number == EPERM ? .permissionDenied : .io,
-            "cannot create directory \(parent) for socket \(path): \(String(cString: strerror(number)))\(hint)")
+            "cannot create directory \(parent) for socket \(path): \(String(cString: strerror(number)))")
+    }
+
+    /// Refuses, before anything is made, a socket path that names a directory (`DIR/`, `DIR/.`: DIR would be
+    /// created and then found in the socket's place) or whose own directory could not be created because
+    /// the one above it is missing (a mistyped path). `locationd --check-config` asks the same.
+    package static func checkPlace(of path: String) throws(ControlError) {
+        let last = path.split(separator: "/").last
+        guard !path.hasSuffix("/"), last != ".", last != ".." else {
+            let directory = path.hasSuffix("/") ? String(path.dropLast()) : path
+            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/control.sock")
+        }
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let parent = String(path[..<slash])
+        guard access(parent, F_OK) != 0 else { return }
+        let grandparent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "."
+        guard access(grandparent, F_OK) != 0 else { return }
+        throw ControlError(
+            .io,
+            "cannot create directory \(parent) for socket \(path): \(grandparent) does not exist either; locationd creates only the socket's own directory")
     }
 
     /// Lets `group` into a socket directory this server created (0750, owned by the group): members must

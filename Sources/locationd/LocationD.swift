@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationGPX
@@ -97,6 +98,15 @@ struct LocationD: AsyncParsableCommand {
             try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
             _ = try ControlGroup.id(settings.controlGroup)
+            // What the start would refuse, refused now: --check-config says so too.
+            do throws(ControlError) { try ControlServer.checkPlace(of: settings.socketPath) } catch {
+                throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
+            }
+            if let journal = settings.journalPath {
+                do throws(LocationError) { try AppDirectory.checkJournalDirectory(of: journal) } catch {
+                    throw CommandFailure.cannotCreate(error.message)
+                }
+            }
 
             var logger = Logger(label: "locationd")
             logger.logLevel = .info

@@ -32,6 +32,9 @@ struct SocketSpoofingTests {
         #expect(result.stderr.contains("cannot create directory \(directory.file("typo/run"))"), "\(result.stderr)")
         #expect(result.stderr.contains("\(directory.file("typo")) does not exist either"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("typo")), "no directory was created")
+        // --check-config says so too, rather than "valid".
+        let checked = try Tool.run("locationd", ["--replay", track, "--socket", socket, "--check-config"], timeout: 20, in: directory)
+        #expect(checked.status == 73 && checked.stderr == result.stderr, "\(checked.stdout)\(checked.stderr)")
         // A path that names a directory (`DIR/`, `DIR/.`) is refused before anything is made.
         for named in ["made/", "made/."] {
             let refused = try Tool.run("locationd", ["--replay", track, "--socket", directory.file(named)], timeout: 20, in: directory)
