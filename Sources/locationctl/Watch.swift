@@ -190,8 +190,9 @@ final class WatchLimits: Sendable {
     /// Writes the event unless the count is reached; ends the watch (after writing) when the count is
     /// reached or the source turns out to be unreachable.
     ///
-    /// A held batch counts as its fixes; one that the count would cut is written up to the count, without its
-    /// id (so it is not acknowledged: locationd sends it whole to the next watcher).
+    /// A held batch counts as its fixes. One from locationd that the count would cut is not written (a
+    /// `batch-left` error line says so; locationd keeps it for the next watcher); one of a local session is
+    /// written up to the count.
     func handle(_ event: ControlEvent, write: (ControlEvent) -> Void) {
         handle(event) { written, _ in write(written) }
     }
@@ -207,7 +208,7 @@ final class WatchLimits: Sendable {
                 if let count, state.locations >= count { return (nil, nil) }
                 state.locations += 1
                 return (event, state.locations == count ? .done : nil)
-            case .batch(let locations, let reason, _):
+            case .batch(let locations, let reason, let id):
                 state.sawData = true
                 guard let count else {
                     state.locations += locations.count
@@ -219,9 +220,21 @@ final class WatchLimits: Sendable {
                     state.locations += locations.count
                     return (event, nil)
                 }
-                state.locations = count
-                guard locations.count > room else { return (event, .done) }
+                guard locations.count > room else {
+                    state.locations = count
+                    return (event, .done)
+                }
                 whole = false
+                if id != nil {
+                    // locationd keeps a batch until a consumer has had it whole: one that --count would cut is
+                    // left there, said once, rather than written in part and sent again to the next watcher.
+                    let left = LocationError(
+                        LocationError.Code(rawValue: "batch-left"),
+                        "a held batch of \(locations.count) fixes is more than --count \(count) leaves room for (\(room)); it stays in locationd for the next watcher (a watch without --count takes it)")
+                    return (.error(left), nil)
+                }
+                // A batch of this process's own (a local session's, at its end) is cut: nothing keeps it.
+                state.locations = count
                 return (.batch(Array(locations.prefix(room)), reason: reason, id: nil), .done)
             case .source:
                 // The receiver answered: the source is reachable.

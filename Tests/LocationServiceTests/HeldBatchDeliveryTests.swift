@@ -181,17 +181,23 @@ struct HeldBatchDeliveryTests {
         kill(watcher.processIdentifier, SIGINT)
         #expect(eventually(10) { !watcher.isRunning })
 
-        // A watch that stops (--count) before the end of a batch has not written it: no acknowledgement.
+        // A watch whose --count a batch would pass leaves the batch in locationd, says so, and counts live
+        // fixes: nothing of the batch is written (it would come again to the next watcher) or acknowledged.
         _ = try daemon.ctl(["state", "suspended"])
         #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 5 })
-        let (counted, _, _) = try Tool.start(
+        let (counted, countedOut, _) = try Tool.start(
             "locationctl", ["watch", "--socket", daemon.socket, "--format", "json", "--count", "2"], in: daemon.directory)
         defer { if counted.isRunning { kill(counted.processIdentifier, SIGKILL) } }
         try daemon.waitForWatchers(1)
         _ = try daemon.ctl(["state", "active"])
         #expect(eventually(20) { !counted.isRunning }, "--count 2 ended the watch")
         let waiting = try daemon.status().unacknowledged ?? 0
-        #expect(waiting >= 5, "a batch written in part is not acknowledged: \(waiting) waiting")
+        #expect(waiting >= 5, "a batch --count would cut is not acknowledged: \(waiting) waiting")
+        let written = try jsonObjects(
+            try String(contentsOfFile: countedOut, encoding: .utf8).split(separator: "\n").map(String.init))
+        #expect(!written.contains { $0["type"] as? String == "batch" }, "no part of the batch was written")
+        #expect(written.filter { $0["type"] as? String == "location" }.count == 2, "two live fixes")
+        #expect(written.contains { $0["code"] as? String == "batch-left" }, "the batch left waiting is said: \(written)")
 
         // A watch whose --count the batch's last fix reaches acknowledges it before it ends.
         let whole = try Tool.run(
