@@ -191,7 +191,7 @@ public enum ControlRequest: Sendable, Hashable {
         switch self {
         case .current(let timeout, let accuracy):
             if let timeout {
-                text += ",\"timeout\":\(JSONText.number(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18))"
+                text += ",\"timeout\":\(JSONText.number(timeout.seconds))"
             }
             if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
         case .state(let target):

@@ -162,7 +162,7 @@ public final class DaemonLocationSource: LocationSource {
     static func sessionPolicy(for mode: AcquisitionMode, base: AppPolicy) -> AppPolicy {
         var policy = base
         if case .dutyCycled(let cycle) = mode {
-            policy.reducedInterval = Double(cycle.interval.components.seconds) + Double(cycle.interval.components.attoseconds) / 1e18
+            policy.reducedInterval = cycle.interval.seconds
             policy.reducedAccuracy = cycle.desiredAccuracy ?? policy.reducedAccuracy
             policy.backgroundLocation = true
         }

@@ -36,9 +36,17 @@ package struct Timeline: Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds as a `Double`.
+    /// The duration in seconds as a `Double`: for a duration made from seconds by
+    /// ``ValueRange/duration(clampingSeconds:)``, the very number it was made from, so a value written back
+    /// (a request's timeout, a policy's interval) reads as the same duration.
     package var seconds: Double {
         let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) * 1e-18
+        let nearest = Double(whole) + Double(attoseconds) * 1e-18
+        // The sum rounds twice; one of its neighbours may be the number that made this duration.
+        for candidate in [nearest, nearest.nextDown, nearest.nextUp]
+        where ValueRange.duration(clampingSeconds: candidate) == self {
+            return candidate
+        }
+        return nearest
     }
 }

@@ -22,7 +22,7 @@ struct ControlProtocolTests {
     @Test func encodedRequestsDecodeBackToThemselves() throws {
         let requests: [ControlRequest] = [
             .current(timeout: .seconds(5), accuracy: 50), .current(timeout: .milliseconds(1500), accuracy: nil),
-            .current(timeout: nil, accuracy: 12.5), .state(set: nil), .state(set: "suspended"), .status, .watch,
+            .current(timeout: nil, accuracy: 12.5), .current(timeout: ValueRange.duration(clampingSeconds: 1.70040224), accuracy: nil), .state(set: nil), .state(set: "suspended"), .status, .watch,
         ]
         for request in requests {
             let line = request.jsonLine

@@ -51,6 +51,25 @@ struct ValueRangeTests {
         #expect(ValueRange.duration(clampingSeconds: -1.5) == .milliseconds(-1500))
     }
 
+    @Test("a duration made from seconds gives back the very number it was made from")
+    func secondsRoundTrip() {
+        // 1.70040224 once came back as 1.7004022400000003 through a request's timeout.
+        var values: [Double] = [1.70040224, 0.1, 0.3, 1.5, 2.675, 86_399.999, 604_800, 0.001, 1e-9, 123_456.789_012]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<20_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            values.append(Double(state >> 11) / Double(1 << 53) * 86_400)
+        }
+        var failures = 0
+        for value in values {
+            let duration = ValueRange.duration(clampingSeconds: value)
+            if duration.seconds != value || ValueRange.duration(clampingSeconds: duration.seconds) != duration {
+                failures += 1
+            }
+        }
+        #expect(failures == 0)
+    }
+
     @Test("every range of the service has finite bounds that Duration holds")
     func serviceRanges() throws {
         let ranges: [ValueRange] = [
