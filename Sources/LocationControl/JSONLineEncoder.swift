@@ -39,12 +39,7 @@ public enum JSONLineEncoder {
         case .batch(let locations, let reason, let id):
             bytes.reserveCapacity(bytes.count + locations.count * 300 + 128)
             appendBatchHeader(count: locations.count, reason: reason, id: id, to: &bytes)
-            for (index, location) in locations.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes.append(UInt8(ascii: "{"))
-                appendFields(of: location, to: &bytes)
-                bytes.append(UInt8(ascii: "}"))
-            }
+            appendObjects(of: locations, to: &bytes)
             bytes.append(contentsOf: "]}\n".utf8)
         case .error(let error):
             bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
@@ -73,6 +68,16 @@ public enum JSONLineEncoder {
         bytes.append(contentsOf: objects)
         bytes.append(contentsOf: "]}\n".utf8)
         return bytes
+    }
+
+    /// The locations as objects without `type`, joined by commas: the inside of a batch line's `locations`.
+    public static func appendObjects(of locations: [Location], to bytes: inout [UInt8]) {
+        for (index, location) in locations.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            appendFields(of: location, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
     }
 
     /// `{"type":"batch","count":N,"reason":R[,"id":I],"locations":[`

@@ -139,12 +139,7 @@ final class HeldOutbox: Sendable {
             guard let (locations, pendingID) = pending(), pendingID == id else { return nil }
             var objects: [UInt8] = []
             objects.reserveCapacity(locations.count * 300)
-            for (index, location) in locations.enumerated() {
-                if index > 0 { objects.append(UInt8(ascii: ",")) }
-                objects.append(UInt8(ascii: "{"))
-                JSONLineEncoder.appendFields(of: location, to: &objects)
-                objects.append(UInt8(ascii: "}"))
-            }
+            JSONLineEncoder.appendObjects(of: locations, to: &objects)
             cached = (id, objects)
             return objects
         }
