@@ -18,9 +18,12 @@ final class FakeGPSD: Sendable {
         fake = try GPSFakeProcess(capture: capture, options: ["-c", "0.05", "-W", "30"])
         try fake.waitUntilAccepting()
         // gpsfake adds its device to gpsd a moment after gpsd accepts connections; a client that comes in
-        // between is told gpsd has no receiver. Wait until gpsd lists it (at most 10 s; the test then says
-        // what it got).
-        fake.waitUntilDeviceListed()
+        // between is told gpsd has no receiver. Wait until gpsd lists it: under a sanitizer stage beside the
+        // suite on 2 cores it once took more than 10 s, and the watch then rightly ended 69 ("its device list
+        // is empty"). Past 30 s the test fails here, naming the cause.
+        guard fake.waitUntilDeviceListed(timeout: .seconds(30)) else {
+            throw LocationError(.sourceUnavailable, "gpsfake did not add its device to gpsd on port \(fake.port) within 30 s")
+        }
     }
 }
 
