@@ -1,3 +1,4 @@
+import Foundation
 import LocationCore
 
 /// Reads a `location` event line in the shape ``JSONLineEncoder`` writes, without `JSONDecoder`: a held batch
@@ -41,15 +42,38 @@ enum LocationLineDecoder {
             case correctionStatus, satellitesUsed, satellitesVisible, source, isSimulated
         }
 
-        private static let keys: [[UInt8]: Key] = [
-            "latitude": .latitude, "longitude": .longitude, "altitude": .altitude,
-            "ellipsoidalAltitude": .ellipsoidalAltitude, "horizontalAccuracy": .horizontalAccuracy,
-            "verticalAccuracy": .verticalAccuracy, "speed": .speed, "speedAccuracy": .speedAccuracy,
-            "course": .course, "courseAccuracy": .courseAccuracy, "climb": .climb, "hdop": .hdop, "vdop": .vdop,
-            "pdop": .pdop, "timestamp": .timestamp, "fixMode": .fixMode, "correctionStatus": .correctionStatus,
-            "satellitesUsed": .satellitesUsed, "satellitesVisible": .satellitesVisible, "source": .source,
-            "isSimulated": .isSimulated,
-        ].reduce(into: [:]) { $0[Array($1.key.utf8)] = $1.value }
+        /// The keys by their length in bytes, so a key is found by comparing bytes, without an allocation or a
+        /// hash for each of the ~20 keys of each of 100,000 fixes of a batch.
+        private static let keysByLength: [[([UInt8], Key)]] = {
+            let keys: [(String, Key)] = [
+                ("latitude", .latitude), ("longitude", .longitude), ("altitude", .altitude),
+                ("ellipsoidalAltitude", .ellipsoidalAltitude), ("horizontalAccuracy", .horizontalAccuracy),
+                ("verticalAccuracy", .verticalAccuracy), ("speed", .speed), ("speedAccuracy", .speedAccuracy),
+                ("course", .course), ("courseAccuracy", .courseAccuracy), ("climb", .climb), ("hdop", .hdop),
+                ("vdop", .vdop), ("pdop", .pdop), ("timestamp", .timestamp), ("fixMode", .fixMode),
+                ("correctionStatus", .correctionStatus), ("satellitesUsed", .satellitesUsed),
+                ("satellitesVisible", .satellitesVisible), ("source", .source), ("isSimulated", .isSimulated),
+            ]
+            var table = [[([UInt8], Key)]](repeating: [], count: keys.map(\.0.utf8.count).max()! + 1)
+            for (name, key) in keys { table[name.utf8.count].append((Array(name.utf8), key)) }
+            return table
+        }()
+
+        private func key(_ range: Range<Int>) -> Key? {
+            guard range.count < Self.keysByLength.count else { return nil }
+            let candidates = Self.keysByLength[range.count]
+            let text = UnsafeBufferPointer(rebasing: bytes[range])
+            for (name, key) in candidates where name.elementsEqual(text) { return key }
+            return nil
+        }
+
+        /// The last source name read and its text: a batch's fixes mostly share one, made into a `String` once.
+        private var lastSource: (bytes: [UInt8], text: String)? = nil
+
+        init(bytes: UnsafeBufferPointer<UInt8>, index: Int) {
+            self.bytes = bytes
+            self.index = index
+        }
 
         /// `N,"reason":"R"[,"id":"I"],"locations":[{…},…]}` to the end of the line.
         mutating func batch() -> (locations: [Location], reason: String, id: String?)? {
@@ -87,27 +111,41 @@ enum LocationLineDecoder {
 
         /// The fields of a location up to its closing brace; with `endsLine`, that brace must end the line.
         mutating func location(endsLine: Bool) -> Location? {
-            var numbers = [Double?](repeating: nil, count: Key.timestamp.rawValue)
-            var timestamp: String?, fixMode: FixMode?, correction: String?, source: String?
+            var numbers = InlineArray<14, Double?>(repeating: nil)
+            var date: Date?, fixMode: FixMode?, correction: String?, source: String?
             var satellitesUsed: Int?, satellitesVisible: Int?, isSimulated: Bool?
             var seen: UInt32 = 0
             while true {
-                guard let keyRange = string(), let key = Self.keys[Array(bytes[keyRange])], seen & (1 << key.rawValue) == 0,
+                guard let keyRange = string(), let key = key(keyRange), seen & (1 << key.rawValue) == 0,
                     take(UInt8(ascii: ":"))
                 else { return nil }
                 seen |= 1 << key.rawValue
                 switch key {
-                case .timestamp, .fixMode, .correctionStatus, .source:
+                case .timestamp:
+                    // Read from the bytes; RFC3339 takes ASCII only, so invalid UTF-8 is refused here too.
+                    guard let range = string(), let parsed = RFC3339.parse(UnsafeBufferPointer(rebasing: bytes[range])) else {
+                        return nil
+                    }
+                    date = parsed.date
+                case .source:
+                    guard let range = string() else { return nil }
+                    let text = UnsafeBufferPointer(rebasing: bytes[range])
+                    if let last = lastSource, last.bytes.elementsEqual(text) {
+                        source = last.text
+                    } else {
+                        guard let made = String(validating: text, as: UTF8.self) else { return nil }
+                        lastSource = (Array(text), made)
+                        source = made
+                    }
+                case .fixMode, .correctionStatus:
                     guard let range = string() else { return nil }
                     // Invalid UTF-8 is refused, as JSONDecoder refuses it, never repaired.
                     guard let text = String(validating: bytes[range], as: UTF8.self) else { return nil }
-                    switch key {
-                    case .timestamp: timestamp = text
-                    case .fixMode:
+                    if key == .fixMode {
                         guard let mode = FixMode(rawValue: text) else { return nil }
                         fixMode = mode
-                    case .correctionStatus: correction = text
-                    default: source = text
+                    } else {
+                        correction = text
                     }
                 case .satellitesUsed, .satellitesVisible:
                     // A whole number only, read exactly, as JSONDecoder takes an Int.
@@ -127,8 +165,7 @@ enum LocationLineDecoder {
                 guard take(UInt8(ascii: "}")), !endsLine || index == bytes.count else { return nil }
                 break
             }
-            guard let latitude = numbers[Key.latitude.rawValue], let longitude = numbers[Key.longitude.rawValue],
-                let timestamp, let parsed = RFC3339.parse(timestamp)
+            guard let latitude = numbers[Key.latitude.rawValue], let longitude = numbers[Key.longitude.rawValue], let date
             else { return nil }
             func value(_ key: Key) -> Double? { numbers[key.rawValue] }
             let location = Location(
@@ -136,7 +173,7 @@ enum LocationLineDecoder {
                 ellipsoidalAltitude: value(.ellipsoidalAltitude), horizontalAccuracy: value(.horizontalAccuracy),
                 verticalAccuracy: value(.verticalAccuracy), speed: value(.speed), speedAccuracy: value(.speedAccuracy),
                 course: value(.course), courseAccuracy: value(.courseAccuracy), climb: value(.climb),
-                timestamp: parsed.date, fixMode: fixMode, correctionStatus: correction.flatMap(CorrectionStatus.init(rawValue:)),
+                timestamp: date, fixMode: fixMode, correctionStatus: correction.flatMap(CorrectionStatus.init(rawValue:)),
                 satellitesUsed: satellitesUsed, satellitesVisible: satellitesVisible, source: source,
                 isSimulated: isSimulated ?? false, hdop: value(.hdop), vdop: value(.vdop), pdop: value(.pdop))
             return location.hasValidCoordinate ? location : nil

@@ -491,9 +491,17 @@ public final class LocationManager: Sendable {
         // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
         // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
         // already delivered may never have reached the app.
-        let known = Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
+        let known = state.batch.isEmpty ? state.lastHandedOver : Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
         let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
         state.lastHandedOver = Set(locations.map(\.timestamp))
+        // Delivered at once, nothing held here and no journal to keep them in: handed to the delegate as they
+        // came, rather than encoded into the batch and decoded out of it again (a daemon's 100,000 fixes).
+        if journal == nil, !isHolding(state), state.batch.isEmpty, fresh.count <= state.batch.capacity {
+            if let last = fresh.last { state.location = last }
+            if handOver.hasReceipt { state.heldReceipts.append(handOver.delivered) }
+            flush(&state, reason: .restored, handedOver: fresh)
+            return
+        }
         for location in fresh {
             state.batch.append(location)
             journal(location, &state)
@@ -728,8 +736,9 @@ public final class LocationManager: Sendable {
     }
 
     /// Delivers the held batch as one event, then clears the journal of what was delivered.
-    private func flush(_ state: inout State, reason: HeldBatchReason) {
-        let (locations, dropped) = state.batch.drain()
+    private func flush(_ state: inout State, reason: HeldBatchReason, handedOver: [Location] = []) {
+        var (locations, dropped) = state.batch.drain()
+        if locations.isEmpty { locations = handedOver } else { locations += handedOver }
         state.batchIsRestored = false
         state.totalDropped += dropped
         if dropped > 0 {
