@@ -60,7 +60,11 @@ package enum DaemonHandOverBenchmark {
                 held = (try? Self.held(socket: socket)) ?? 0
                 return held >= fixes
             }
-            // The replay has ended (its last points held): nothing else runs while the app comes back.
+            // The replay has ended and its last fixes are held: nothing else runs while the app comes back (the
+            // count alone stops changing earlier, once the batch is full and drops its oldest).
+            try await waitUntil("locationd's replay ends", timeout: .seconds(120)) {
+                try Self.status(socket: socket).sourceStatus == .ended
+            }
             var steady = 0
             while steady < 3 {
                 try await Task.sleep(for: .milliseconds(100))
@@ -104,10 +108,15 @@ package enum DaemonHandOverBenchmark {
 
     /// How many fixes locationd holds for the app, held or flushed and unacknowledged.
     private static func held(socket: String) throws -> Int {
+        let status = try status(socket: socket)
+        return status.held + (status.unacknowledged ?? 0)
+    }
+
+    /// The app's status in locationd.
+    private static func status(socket: String) throws -> DaemonStatus {
         let client = try ControlClient(path: socket)
         _ = try client.request(.open(app: "bench", create: false))
-        let status = try client.request(.status).decode(DaemonStatus.self, forKey: "status")
-        return status.held + (status.unacknowledged ?? 0)
+        return try client.request(.status).decode(DaemonStatus.self, forKey: "status")
     }
 
     private static func waitUntil(
