@@ -284,8 +284,8 @@ public final class DaemonLocationSource: LocationSource {
                     reply?.done.signal()
                     continue
                 }
-                guard let event = try? ControlEventDecoder.eventIfKnown(line) else { continue }
-                handle(event)
+                guard let frame = try? LocationEventDecoder.frameIfKnown(line) else { continue }
+                handle(frame)
             }
         }
 
@@ -294,26 +294,30 @@ public final class DaemonLocationSource: LocationSource {
             line.starts(with: Array(#"{"ok":"#.utf8))
         }
 
-        private func handle(_ event: ControlEvent) {
-            switch event {
-            case .batch(let held, _, let id):
-                guard !held.isEmpty else { return }
+        private func handle(_ frame: EventFrame) {
+            switch frame.event {
+            case .locations(let held, .held):
                 // The daemon keeps the batch until told that the app's delegate has it.
+                let id = frame.batchID
                 context.report(
                     .held(
                         HeldLocations(held) { [weak self] in
                             if let id { self?.post(.acknowledge(batch: id)) }
                         }))
-            case .location(let location):
-                context.deliver(location)
-            case .state:
-                // The app's own lifecycle is the truth; the session's follows it.
-                break
+            case .locations(let locations, .live):
+                for location in locations { context.deliver(location) }
             case .error(let error):
                 context.report(.error(error))
-            case .source(let status, let satellites):
-                if let satellites { context.report(.satellitesInView(satellites)) }
+            case .droppedHeldLocations(let count):
+                // Dropped in the daemon's batch, before this app could have them.
+                context.report(.error(JSONLineEncoder.droppedError(count)))
+            case .sourceStatus(let status):
                 context.report(.status(status))
+            case .satellitesInView(let count):
+                context.report(.satellitesInView(count))
+            case .lifecycle, .accuracyPolicy, .applicationStopped:
+                // The app's own lifecycle is the truth; the session's follows it.
+                break
             }
         }
 

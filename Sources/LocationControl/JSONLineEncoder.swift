@@ -1,62 +1,135 @@
 import Foundation
 import LocationCore
 
-/// Writes ``ControlEvent``s as JSON lines, by hand, because it is on the hot path of every replay.
+/// Writes ``LocationEvent``s (``EventFrame``s) as JSON lines, by hand, because it is on the hot path of every
+/// replay.
 ///
 /// Shapes (keys in this order, absent location fields omitted):
-/// - `{"type":"location", ...Location fields...}`
-/// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}`
-/// - `{"type":"batch","count":N,"reason":"foreground","locations":[{...},...]}` (from locationd also `"id":"…"`
-///   before `locations`, to acknowledge it): a held batch whole, its locations as objects without `type`
-/// - `{"type":"error","code":"...","message":"..."}`
-/// - `{"type":"source","status":"no-fix","satellitesVisible":7}` (the count only when known),
-///   `{"type":"source","status":"has-fix"}`
+/// - `{"type":"location", ...Location fields...}`: a live fix (``LocationDelivery/live``)
+/// - `{"type":"batch","count":N,"reason":"foreground","locations":[{...},...]}` (from locationd also
+///   `"id":"…"` before `locations`, to acknowledge it): a held batch whole, its locations as objects without
+///   `type`
+/// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}`:
+///   a lifecycle event and the state it leaves the app in
+/// - `{"type":"stopped","reason":"killed-while-suspended","message":"the app killed while suspended"}`, with
+///   `"elapsed"` and `"budget"` (seconds) for `background-budget` and `"tasks"` for `background-task-expired`
+/// - `{"type":"policy","policy":"reduced"}`
+/// - `{"type":"source","status":"no-fix"}`
+/// - `{"type":"satellites","satellitesVisible":7}`: while there is no fix
+/// - `{"type":"error","code":"...","message":"..."}`; for dropped held fixes the code is `batch-overflow` and
+///   `"dropped":N` follows
 public enum JSONLineEncoder {
-    /// The event as one line, ending in `\n`.
-    public static func line(_ event: ControlEvent) -> [UInt8] {
+    /// The event as one line (several for live locations, one each), ending in `\n`.
+    public static func line(_ event: LocationEvent, batchID: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(320)
-        append(event, to: &bytes)
+        append(event, batchID: batchID, to: &bytes)
         return bytes
     }
 
-    /// Appends the event as one line, ending in `\n`.
-    public static func append(_ event: ControlEvent, to bytes: inout [UInt8]) {
+    /// The frame as one line, ending in `\n`.
+    public static func line(_ frame: EventFrame) -> [UInt8] {
+        line(frame.event, batchID: frame.batchID)
+    }
+
+    /// Appends the event as one line (several for live locations, one each), ending in `\n`; `batchID` is
+    /// written in a held batch's line.
+    public static func append(_ event: LocationEvent, batchID: String? = nil, to bytes: inout [UInt8]) {
         switch event {
-        case .location(let location):
-            bytes.append(contentsOf: #"{"type":"location","#.utf8)
-            appendFields(of: location, to: &bytes)
-            bytes.append(contentsOf: "}\n".utf8)
-        case .state(let state):
-            let background = state == .background || state == .suspended
-            bytes.append(contentsOf: #"{"type":"state","state":""#.utf8)
-            bytes.append(contentsOf: state.rawValue.utf8)
-            bytes.append(contentsOf: #"","executingInBackground":"#.utf8)
-            bytes.append(contentsOf: (background ? "true" : "false").utf8)
-            bytes.append(contentsOf: #","policy":""#.utf8)
-            bytes.append(contentsOf: ControlEvent.policy(for: state).rawValue.utf8)
-            bytes.append(contentsOf: "\"}\n".utf8)
-        case .batch(let locations, let reason, let id):
+        case .locations(let locations, .live):
+            for location in locations {
+                bytes.append(contentsOf: #"{"type":"location","#.utf8)
+                appendFields(of: location, to: &bytes)
+                bytes.append(contentsOf: "}\n".utf8)
+            }
+        case .locations(let locations, .held(let reason)):
             bytes.reserveCapacity(bytes.count + locations.count * 300 + 128)
-            appendBatchHeader(count: locations.count, reason: reason, id: id, to: &bytes)
+            appendBatchHeader(count: locations.count, reason: reason.rawValue, id: batchID, to: &bytes)
             appendObjects(of: locations, to: &bytes)
             bytes.append(contentsOf: "]}\n".utf8)
-        case .error(let error):
-            bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
-            bytes.append(contentsOf: error.code.rawValue.utf8)
-            bytes.append(contentsOf: #"","message":"#.utf8)
-            appendString(error.message, to: &bytes)
+        case .lifecycle(let message):
+            appendStateFields(message.resultingState, to: &bytes)
+            bytes.append(contentsOf: #","event":""#.utf8)
+            bytes.append(contentsOf: message.rawValue.utf8)
+            bytes.append(contentsOf: "\"}\n".utf8)
+        case .applicationStopped(let reason):
+            bytes.append(contentsOf: #"{"type":"stopped","reason":""#.utf8)
+            bytes.append(contentsOf: StoppedReason.code(of: reason).utf8)
+            bytes.append(UInt8(ascii: "\""))
+            switch reason {
+            case .didEnterBackgroundOverBudget(let elapsed, let budget):
+                bytes.append(contentsOf: #","elapsed":"#.utf8)
+                appendNumber(elapsed.seconds, to: &bytes)
+                bytes.append(contentsOf: #","budget":"#.utf8)
+                appendNumber(budget.seconds, to: &bytes)
+            case .backgroundTaskExpired(let tasks):
+                bytes.append(contentsOf: #","tasks":["#.utf8)
+                for (index, task) in tasks.enumerated() {
+                    if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                    appendString(task, to: &bytes)
+                }
+                bytes.append(UInt8(ascii: "]"))
+            case .terminated, .exitedOnLeavingForeground, .killedWhileSuspended:
+                break
+            }
+            bytes.append(contentsOf: #","message":"#.utf8)
+            appendString("the app \(reason.description)", to: &bytes)
             bytes.append(contentsOf: "}\n".utf8)
-        case .source(let status, let satellites):
+        case .accuracyPolicy(let policy):
+            bytes.append(contentsOf: #"{"type":"policy","policy":""#.utf8)
+            bytes.append(contentsOf: policy.rawValue.utf8)
+            bytes.append(contentsOf: "\"}\n".utf8)
+        case .sourceStatus(let status):
             bytes.append(contentsOf: #"{"type":"source","status":""#.utf8)
             bytes.append(contentsOf: status.rawValue.utf8)
-            bytes.append(UInt8(ascii: "\""))
-            if let satellites {
-                bytes.append(contentsOf: #","satellitesVisible":"#.utf8)
-                bytes.append(contentsOf: String(satellites).utf8)
-            }
+            bytes.append(contentsOf: "\"}\n".utf8)
+        case .satellitesInView(let count):
+            bytes.append(contentsOf: #"{"type":"satellites","satellitesVisible":"#.utf8)
+            bytes.append(contentsOf: String(count).utf8)
+            bytes.append(contentsOf: "}\n".utf8)
+        case .error(let error):
+            appendError(error, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
+        case .droppedHeldLocations(let count):
+            appendError(droppedError(count), to: &bytes)
+            bytes.append(contentsOf: #","dropped":"#.utf8)
+            bytes.append(contentsOf: String(count).utf8)
             bytes.append(contentsOf: "}\n".utf8)
         }
+    }
+
+    /// A state line without the event that led to it (`locationctl state --format json`, which knows only
+    /// the state), ending in `\n`.
+    package static func stateLine(_ state: ApplicationState) -> [UInt8] {
+        var bytes: [UInt8] = []
+        appendStateFields(state, to: &bytes)
+        bytes.append(contentsOf: "}\n".utf8)
+        return bytes
+    }
+
+    /// `{"type":"state","state":S,"executingInBackground":B,"policy":P` (without the closing brace).
+    private static func appendStateFields(_ state: ApplicationState, to bytes: inout [UInt8]) {
+        let background = state == .background || state == .suspended
+        bytes.append(contentsOf: #"{"type":"state","state":""#.utf8)
+        bytes.append(contentsOf: state.rawValue.utf8)
+        bytes.append(contentsOf: #"","executingInBackground":"#.utf8)
+        bytes.append(contentsOf: (background ? "true" : "false").utf8)
+        bytes.append(contentsOf: #","policy":""#.utf8)
+        bytes.append(contentsOf: (background ? AccuracyPolicy.reduced : .high).rawValue.utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// The error a client that does not know `dropped` reads from a dropped-fixes line.
+    static func droppedError(_ count: Int) -> LocationError {
+        LocationError(.batchOverflow, "dropped the \(count) oldest held fixes: the batch was full")
+    }
+
+    /// `{"type":"error","code":C,"message":M` (without the closing brace).
+    private static func appendError(_ error: LocationError, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
+        bytes.append(contentsOf: error.code.rawValue.utf8)
+        bytes.append(contentsOf: #"","message":"#.utf8)
+        appendString(error.message, to: &bytes)
     }
 
     /// A batch line whose location objects are already encoded (``object(_:)``, joined by commas): the daemon

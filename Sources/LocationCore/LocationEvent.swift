@@ -39,4 +39,7 @@ public enum HeldBatchReason: String, Sendable, Hashable, Codable, CaseIterable {
     case foreground
     /// Fixes restored from the journal of an earlier run, delivered when the app first became active.
     case restored
+    /// Fixes a holder sent before and no consumer acknowledged (locationd's outbox), sent again to the next
+    /// consumer.
+    case unacknowledged
 }

@@ -24,6 +24,8 @@ public enum ParserFuzzHarness {
         case yamlConfiguration = "yaml-config"
         /// Lifecycle scripts (`--lifecycle`).
         case lifecycleScript = "lifecycle-script"
+        /// Event lines from locationd, as `watch`, `plot` and `DaemonLocationSource` read them.
+        case eventLine = "event-line"
     }
 
     /// A property that does not hold, and how.
@@ -87,6 +89,24 @@ public enum ParserFuzzHarness {
             } catch {
                 if error.message.contains("\n") { throw violated("a message of several lines: \(error.message)") }
             }
+        case .eventLine:
+            // A line read as an event writes back as one line that reads as the same event.
+            let frame: EventFrame?
+            do throws(LocationError) { frame = try LocationEventDecoder.frameIfKnown(bytes) } catch {
+                if error.message.isEmpty || error.code != .invalidData { throw violated("a bad refusal: \(error)") }
+                return
+            }
+            guard let frame else { return }
+            if case .locations(let locations, _) = frame.event, locations.isEmpty { throw violated("an empty locations event") }
+            let line = JSONLineEncoder.line(frame)
+            guard line.last == 0x0A, line.dropLast().allSatisfy({ $0 != 0x0A }) else {
+                throw violated("\(frame) is written as other than one line")
+            }
+            let again: EventFrame?
+            do throws(LocationError) { again = try LocationEventDecoder.frameIfKnown(Array(line.dropLast())) } catch {
+                throw violated("\(frame) re-encodes as a line it refuses: \(error.message)")
+            }
+            if again != frame { throw violated("\(frame) re-encodes as \(String(describing: again))") }
         case .lifecycleScript:
             let script: LifecycleScript
             do throws(LocationError) { script = try LifecycleScript(parsing: String(decoding: bytes, as: UTF8.self)) } catch {
@@ -158,6 +178,17 @@ public enum ParserFuzzHarness {
             texts = [
                 "gpsd:\n  host: localhost\n  port: 2947\nreduced:\n  interval: 60\n  accuracy: 100\nbackgroundLocation: on\n",
                 "reduced: {intervall: 5}", "journal: [a, b]", "- a\n- b", "", "# only a comment\n", "reduced: 5",
+            ]
+        case .eventLine:
+            texts = [
+                #"{"type":"location","latitude":52.5,"longitude":13.4,"timestamp":"2024-05-01T06:00:00Z","isSimulated":false}"#,
+                #"{"type":"batch","count":1,"reason":"foreground","id":"a.1","locations":[{"latitude":52.5,"longitude":13.4,"timestamp":"2024-05-01T06:00:00Z","isSimulated":false}]}"#,
+                #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}"#,
+                #"{"type":"stopped","reason":"background-budget","elapsed":5.25,"budget":5,"message":"m"}"#,
+                #"{"type":"stopped","reason":"background-task-expired","tasks":["a"],"message":"m"}"#,
+                #"{"type":"source","status":"no-fix"}"#, #"{"type":"satellites","satellitesVisible":7}"#,
+                #"{"type":"error","code":"batch-overflow","message":"m","dropped":3}"#, #"{"type":"policy","policy":"high"}"#,
+                #"{"type":"weather"}"#, "{}", "[]",
             ]
         case .lifecycleScript:
             texts = ["120s:background,240s:suspended,480s:active", "0:active", "2m:background,1h:active", "soon:background", "99999999999999s:active", ""]

@@ -8,7 +8,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// Writes ``ControlEvent``s to standard output or a file in one ``OutputFormat``.
+/// Writes ``LocationEvent``s to standard output or a file in one ``OutputFormat``.
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
 /// every event is written at once, GPX points included, so a file holds every point as soon as it is
@@ -162,11 +162,16 @@ package final class EventWriter: Sendable {
     /// Writes one event (nothing once the output has stopped). In JSON, `line` is the event as it came (a
     /// watch of locationd): written as it is rather than encoded again, so a batch of 100,000 fixes is copied,
     /// not rewritten.
-    package func write(_ event: ControlEvent, line: [UInt8]? = nil) {
+    package func write(_ event: LocationEvent, line: [UInt8]? = nil) {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
-            if case .location = event { state.locations += 1 }
-            if case .batch(let locations, _, _) = event { state.locations += locations.count }
+            var locations: [Location] = []
+            var isHeld = false
+            if case .locations(let delivered, let delivery) = event {
+                locations = delivered
+                if case .held = delivery { isHeld = true }
+            }
+            state.locations += locations.count
             switch format {
             case .json:
                 if let line {
@@ -176,14 +181,13 @@ package final class EventWriter: Sendable {
                     JSONLineEncoder.append(event, to: &state.buffer)
                 }
             case .text:
-                if case .location = event {
-                    state.buffer.append(contentsOf: TextEventFormatter.line(event).utf8)
-                    state.buffer.append(0x0A)
-                } else if case .batch(let locations, _, _) = event {
-                    // The batch line is commentary; its fixes are locations like any other.
-                    flush(&state)
-                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
-                    guard state.failure == nil else { return true }
+                if case .locations = event {
+                    if isHeld {
+                        // The batch line is commentary; its fixes are locations like any other.
+                        flush(&state)
+                        Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
+                        guard state.failure == nil else { return true }
+                    }
                     for location in locations {
                         state.buffer.append(contentsOf: TextEventFormatter.line(location).utf8)
                         state.buffer.append(0x0A)
@@ -198,16 +202,8 @@ package final class EventWriter: Sendable {
                     return state.failure != nil
                 }
             case .gpx:
-                let locations: [Location]
-                switch event {
-                case .location(let location):
-                    locations = [location]
-                case .batch(let batch, _, _):
+                if locations.isEmpty || isHeld {
                     Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
-                    locations = batch
-                default:
-                    Self.writeToStandardError(commentaryPrefix + TextEventFormatter.line(event) + "\n")
-                    locations = []
                 }
                 guard !locations.isEmpty else { return state.failure != nil }
                 do throws(GPXError) {

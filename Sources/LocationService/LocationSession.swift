@@ -4,8 +4,8 @@ import LocationCore
 import Logging
 
 /// One app as `locationd`, `locationctl watch` and `locationctl replay` run it: an ``Application``, a
-/// ``LocationManager`` on it, and the manager's one ordered event stream turned into the lines they
-/// print or send to watchers (``ControlEvent``).
+/// ``LocationManager`` on it, and the manager's one ordered event stream, with what says nothing new left
+/// out, as they print it or send it to watchers.
 ///
 /// The manager is created before the application launches, so that every lifecycle message, the
 /// launch included, comes out of the manager's stream in its place: a state line always comes before
@@ -27,7 +27,11 @@ package final class LocationSession: Sendable {
     ///     command printing text for people leaves them out, as they say nothing the command line did not.
     ///   - endsWithSource: whether the command ends when the source does (a replay): the suspension that
     ///     the end of the updates causes is then left out, as the command's own ending is.
-    ///   - emit: receives every line, in order, on the manager's delivery (never concurrently).
+    ///   - emit: receives every event shown, in order, on the manager's delivery (never concurrently): the
+    ///     manager's events but the launch's states when hidden, the suspension a command's ending causes, the
+    ///     accuracy policy (the state says it), a stop that a `willTerminate` already said, and the source's
+    ///     states but `no-fix` (and the satellites seen while it lasts, when their count changes) and the
+    ///     `has-fix` that ends it.
     /// - Throws: ``LocationError/Code/journalIO`` when the journal cannot be opened or created;
     ///   ``LocationError/Code/invalidTransition`` for a start state that cannot be reached.
     package init(
@@ -39,7 +43,7 @@ package final class LocationSession: Sendable {
         now: @escaping @Sendable () -> Date = { Date() },
         showsLaunch: Bool = true,
         endsWithSource: Bool = false,
-        emit: @escaping @Sendable (ControlEvent) -> Void
+        emit: @escaping @Sendable (LocationEvent) -> Void
     ) throws(LocationError) {
         application = Application(configuration: settings.applicationConfiguration, clock: lifecycleClock)
         manager = try LocationManager(
@@ -52,6 +56,9 @@ package final class LocationSession: Sendable {
         if !startState.isForeground, settings.backgroundLocation { manager.startUpdatingLocation() }
         try application.transition(to: startState)
     }
+
+    /// The app's last lifecycle event (the one that left it in its state), once it launched.
+    package var lastLifecycleEvent: ApplicationEvent? { adapter.record.value.lastLifecycle }
 
     /// The error that made the source stop for good, if it did.
     package var sourceFailure: LocationError? { adapter.record.value.sourceFailure }
@@ -89,6 +96,8 @@ package final class LocationSession: Sendable {
 private final class EventAdapter: LocationManagerDelegate {
     struct Record {
         var lastError: LocationError?
+        /// The app's last lifecycle event, shown or not.
+        var lastLifecycle: ApplicationEvent?
         var sourceFailure: LocationError?
         var journalProblem: String?
         var sourceProblem: String?
@@ -110,11 +119,11 @@ private final class EventAdapter: LocationManagerDelegate {
     private let endsWithSource: Bool
     let sourceStops = AsyncStream.makeStream(of: LocationSourceStatus.self)
     private let now: @Sendable () -> Date
-    private let emit: @Sendable (ControlEvent) -> Void
+    private let emit: @Sendable (LocationEvent) -> Void
 
     init(
         now: @escaping @Sendable () -> Date, hidingLaunchUpTo: ApplicationState?, endsWithSource: Bool,
-        emit: @escaping @Sendable (ControlEvent) -> Void
+        emit: @escaping @Sendable (LocationEvent) -> Void
     ) {
         self.endsWithSource = endsWithSource
         var record = Record()
@@ -124,16 +133,13 @@ private final class EventAdapter: LocationManagerDelegate {
         self.emit = emit
     }
 
-    /// Turns one manager event into the lines it shows, and keeps what the session reports.
+    /// Passes on one manager event when it says something new, and keeps what the session reports.
     func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
         switch event {
-        case .locations(let locations, let delivery):
-            if case .held(let reason) = delivery {
-                emit(.batch(locations, reason: reason.rawValue))
-            } else {
-                for location in locations { emit(.location(location)) }
-            }
+        case .locations, .droppedHeldLocations:
+            emit(event)
         case .lifecycle(let message):
+            record.withLock { $0.lastLifecycle = message }
             if message == .didSuspend, record.value.isFinishing { return }
             let state = message.resultingState
             let hidden = record.withLock { record -> Bool in
@@ -141,13 +147,10 @@ private final class EventAdapter: LocationManagerDelegate {
                 if state == last { record.hidingLaunchUpTo = nil }
                 return true
             }
-            if !hidden { emit(.state(state)) }
+            if !hidden { emit(event) }
         case .applicationStopped(let reason):
-            // A purge sends no willTerminate, so no state line said so yet.
-            if !reason.sentWillTerminate {
-                emit(.state(.notRunning))
-                emit(.error(LocationError(.applicationStopped, "the app \(reason.description)")))
-            }
+            // A stop after willTerminate adds nothing: its state line said so.
+            if !reason.sentWillTerminate { emit(event) }
         case .error(let error):
             record.withLock { record in
                 record.lastError = error
@@ -157,12 +160,10 @@ private final class EventAdapter: LocationManagerDelegate {
                 default: record.sourceProblem = error.description
                 }
             }
-            emit(.error(error))
-        case .droppedHeldLocations(let count):
-            emit(.error(LocationError(.batchOverflow, "dropped the \(count) oldest held fixes: the batch was full")))
+            emit(event)
         case .sourceStatus(let status):
             let date = now()
-            let line = record.withLock { record -> ControlEvent? in
+            let shown = record.withLock { record -> [LocationEvent] in
                 record.outage.status(status, at: date)
                 if endsWithSource, status == .ended || status == .unavailable { record.isFinishing = true }
                 // The manager reports a source's fatal error just before the source becomes unavailable.
@@ -170,24 +171,25 @@ private final class EventAdapter: LocationManagerDelegate {
                 switch status {
                 case .noFix:
                     record.isWaiting = true
-                    return .source(.noFix, satellitesVisible: record.satellites)
+                    // The satellites seen before the fix was lost, when known.
+                    return [event] + (record.satellites.map { [.satellitesInView($0)] } ?? [])
                 case .hasFix:
                     defer { (record.isWaiting, record.satellites) = (false, nil) }
-                    return record.isWaiting ? .source(.hasFix, satellitesVisible: nil) : nil
+                    return record.isWaiting ? [event] : []
                 default:
                     (record.isWaiting, record.satellites) = (false, nil)
-                    return nil
+                    return []
                 }
             }
-            if let line { emit(line) }
+            for event in shown { emit(event) }
             if status == .ended || status == .unavailable { sourceStops.continuation.yield(status) }
         case .satellitesInView(let count):
-            let line = record.withLock { record -> ControlEvent? in
-                guard record.satellites != count else { return nil }
+            let shown = record.withLock { record -> Bool in
+                guard record.satellites != count else { return false }
                 record.satellites = count
-                return record.isWaiting ? .source(.noFix, satellitesVisible: count) : nil
+                return record.isWaiting
             }
-            if let line { emit(line) }
+            if shown { emit(event) }
         case .accuracyPolicy:
             break
         }

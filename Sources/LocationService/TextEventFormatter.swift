@@ -2,7 +2,7 @@ import Foundation
 import LocationControl
 import LocationCore
 
-/// Formats ``ControlEvent``s for people: one aligned line each, with units.
+/// Formats ``LocationEvent``s for people: one aligned line each, with units.
 ///
 /// Every column of a location line is as wide as its longest value, so that lines stay aligned whatever
 /// they hold: a time with nine fractional digits, `90.000000 S`, `180.000000 W`, an accuracy of
@@ -17,25 +17,34 @@ import LocationCore
 /// ── fix acquired
 /// ```
 package enum TextEventFormatter {
-    /// The event as one line, without a line break.
-    package static func line(_ event: ControlEvent) -> String {
+    /// The event as one line, without a line break: for a held batch the line that announces it (its fixes
+    /// are location lines of their own), for live fixes the first.
+    package static func line(_ event: LocationEvent) -> String {
         switch event {
-        case .location(let location):
-            return line(location)
-        case .state(let state):
-            return "── state: \(state.rawValue) (\(detail(state)))"
-        case .batch(let locations, let reason, _):
+        case .locations(let locations, .live):
+            return locations.first.map(line) ?? ""
+        case .locations(let locations, .held(let reason)):
             let count = locations.count
-            return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason))"
+            return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason.rawValue))"
+        case .lifecycle(let message):
+            let state = message.resultingState
+            return "── state: \(state.rawValue) (\(detail(state)))"
+        case .applicationStopped(let reason):
+            return "!! \(LocationError.Code.applicationStopped.rawValue): the app \(TerminalText.escaped(reason.description))"
+        case .accuracyPolicy(let policy):
+            return "── accuracy: \(policy.rawValue)"
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
-        case .source(.noFix, let satellites):
-            let seen = satellites.map { " (\($0) \($0 == 1 ? "satellite" : "satellites") seen)" } ?? ""
-            return "── waiting for a fix" + seen
-        case .source(.hasFix, _):
+        case .droppedHeldLocations(let count):
+            return "!! \(LocationError.Code.batchOverflow.rawValue): dropped the \(count) oldest held fixes: the batch was full"
+        case .sourceStatus(.noFix):
+            return "── waiting for a fix"
+        case .sourceStatus(.hasFix):
             return "── fix acquired"
-        case .source(let status, _):
+        case .sourceStatus(let status):
             return "── source: \(status.rawValue)"
+        case .satellitesInView(let count):
+            return "── waiting for a fix (\(count) \(count == 1 ? "satellite" : "satellites") seen)"
         }
     }
 

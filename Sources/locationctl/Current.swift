@@ -64,7 +64,7 @@ struct Current: AsyncParsableCommand {
         do throws(LocationError) { writer = try EventWriter(format: .gpx, path: nil, flushEachEvent: false) } catch {
             throw CommandFailure.cannotCreate(error.message)
         }
-        writer.write(.location(location))
+        writer.write(.locations([location], .live))
         do throws(EventWriter.Failure) { try writer.finish() } catch {
             if let failure = CommandFailure.from(error) { throw failure }
         }

@@ -180,7 +180,7 @@ enum DaemonClient {
             while !Task.isCancelled {
                 let ended = await read(lines, from: socket, client: current, writer: writer, limits: limits, problem: problem)
                 guard ended, problem.value == nil, !Task.isCancelled else { break }
-                limits.handle(.error(LocationError(.sourceUnavailable, "locationd at \(socket) went away; connecting again"))) { writer.write($0) }
+                limits.handle(EventFrame(.error(LocationError(.sourceUnavailable, "locationd at \(socket) went away; connecting again")))) { writer.write($0) }
                 // Connects again until it works, a refusal ends the watch, or the watch ends.
                 var reconnected = false
                 while !reconnected, !Task.isCancelled {
@@ -233,20 +233,20 @@ enum DaemonClient {
                 if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
                 do throws(LocationError) {
                     // An event type a newer daemon sends is skipped, not an end to watching.
-                    guard let event = try ControlEventDecoder.eventIfKnown(line) else { continue }
+                    guard let frame = try LocationEventDecoder.frameIfKnown(line) else { continue }
                     // The watched app was removed: nothing more will come for it, and the watch ends.
-                    if case .error(let error) = event, error.code.rawValue == "app-removed" {
-                        limits.handle(event) { writer.write($0) }
+                    if case .error(let error) = frame.event, error.code.rawValue == "app-removed" {
+                        limits.handle(frame) { writer.write($0) }
                         problem.withLock { $0 = .unavailable("locationd at \(socket): \(error.message)") }
                         return false
                     }
                     // Acknowledged from within the write, which comes before the watch may end (on the
                     // --count that the batch reaches): the ack is sent before the connection closes.
-                    limits.handle(event) { event, whole in
+                    limits.handle(frame) { event, whole in
                         // Written as it came, unless the count cut it.
                         writer.write(event, line: whole ? line : nil)
-                        // Written whole: the daemon may let go of the batch. (A batch the count cut has no id.)
-                        if case .batch(let locations, _, let id?) = event, !locations.isEmpty, writer.failure == nil {
+                        // Written whole: the daemon may let go of the batch.
+                        if whole, case .locations(_, .held) = event, let id = frame.batchID, writer.failure == nil {
                             try? client.value?.send(.acknowledge(batch: id))
                         }
                     }

@@ -173,8 +173,8 @@ final class PlotInput {
     /// Decodes one line with the service's decoder, as `watch` reads the daemon, and turns it into an item.
     private func decode(_ line: [UInt8], number: Int, isLast: Bool, skipped: inout Int, _ visit: (PlotItem) throws -> Void) throws {
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return }
-        let event: ControlEvent?
-        do throws(LocationError) { event = try ControlEventDecoder.eventIfKnown(line) } catch {
+        let frame: EventFrame?
+        do throws(LocationError) { frame = try LocationEventDecoder.frameIfKnown(line) } catch {
             if isLast {
                 // A watch cut off mid-line (Ctrl-C, kill) leaves a partial last line: drawn without it.
                 if !notedTruncated {
@@ -185,36 +185,30 @@ final class PlotInput {
             }
             throw CommandFailure.badData("\(name) line \(number): \(error.message)")
         }
-        guard let event else {
+        guard let frame else {
+            // An earlier version's batch line carries no locations: its `count` location lines follow it.
+            if let count = Self.earlierBatchCount(line) {
+                if count > 0 { try visit(.batch(count: count)) }
+                return
+            }
             skipped += 1
             return
         }
-        switch event {
-        case .location(let location):
-            guard location.hasValidCoordinate else {
-                throw CommandFailure.badData("\(name) line \(number): \(location.latitude), \(location.longitude) is not a position on the globe")
-            }
-            try visit(.point(PlotPoint(location)))
-        case .state(let state):
-            switch state {
-            case .active, .inactive: try visit(.phase(.foreground))
-            case .background: try visit(.phase(.background))
-            case .suspended: try visit(.phase(.suspended))
-            case .notRunning: break
-            }
-        case .batch(let locations, _, _):
-            // An earlier version's batch line carries no locations: its `count` location lines follow it.
-            guard !locations.isEmpty else {
-                let header = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
-                if let count = header?["count"] as? Int, count > 0 { try visit(.batch(count: count)) }
-                return
-            }
-            try visit(.batch(count: locations.count))
+        switch frame.event {
+        case .locations(let locations, let delivery):
+            if case .held = delivery { try visit(.batch(count: locations.count)) }
             for location in locations {
                 guard location.hasValidCoordinate else {
                     throw CommandFailure.badData("\(name) line \(number): \(location.latitude), \(location.longitude) is not a position on the globe")
                 }
                 try visit(.point(PlotPoint(location)))
+            }
+        case .lifecycle(let message):
+            switch message.resultingState {
+            case .active, .inactive: try visit(.phase(.foreground))
+            case .background: try visit(.phase(.background))
+            case .suspended: try visit(.phase(.suspended))
+            case .notRunning: break
             }
         case .error(let error):
             // Only errors that mean no position is coming break the line; a recovery, an overflow or a
@@ -223,9 +217,22 @@ final class PlotInput {
             case .noFix, .fixLost, .sourceUnavailable, .sourceFailed: try visit(.fixLoss(reason: error.message))
             default: break
             }
-        case .source(let status, _):
+        case .sourceStatus(let status):
             if status == .noFix || status == .unavailable { try visit(.fixLoss(reason: status.rawValue)) }
+        case .satellitesInView:
+            // Said only while there is no fix, which the source line before it already broke the line for.
+            break
+        case .applicationStopped, .accuracyPolicy, .droppedHeldLocations:
+            break
         }
+    }
+
+    /// The `count` of a batch line without fixes (an earlier version's, whose fixes follow it as lines).
+    private static func earlierBatchCount(_ line: [UInt8]) -> Int? {
+        guard let header = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
+            header["type"] as? String == "batch", let count = header["count"] as? Int, count >= 0
+        else { return nil }
+        return count
     }
 
     // MARK: Opening

@@ -62,9 +62,7 @@ struct State: AsyncParsableCommand {
                 let place = state == .suspended ? "in the background, not running" : background ? "executing in background" : "foreground"
                 print("\(state.rawValue) (\(place), \(policy.rawValue) accuracy)")
             case .json:
-                var line: [UInt8] = []
-                JSONLineEncoder.append(.state(state), to: &line)
-                print(String(decoding: line.dropLast(), as: UTF8.self))
+                print(String(decoding: JSONLineEncoder.stateLine(state).dropLast(), as: UTF8.self))
             }
         }
     }

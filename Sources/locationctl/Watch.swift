@@ -146,7 +146,7 @@ struct Watch: AsyncParsableCommand {
             source: source, settings: settings, startState: policy == .reduced ? .background : .active,
             showsLaunch: format == .json
         ) { event in
-            limits.handle(event) { writer.write($0) }
+            limits.handle(EventFrame(event)) { writer.write($0) }
         }
         session.manager.startUpdatingLocation()
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
@@ -193,22 +193,29 @@ final class WatchLimits: Sendable {
     /// A held batch counts as its fixes. One from locationd that the count would cut is not written (a
     /// `batch-left` error line says so; locationd keeps it for the next watcher); one of a local session is
     /// written up to the count.
-    func handle(_ event: ControlEvent, write: (ControlEvent) -> Void) {
-        handle(event) { written, _ in write(written) }
+    func handle(_ frame: EventFrame, write: (LocationEvent) -> Void) {
+        handle(frame) { written, _ in write(written) }
     }
 
     /// As ``handle(_:write:)``; `write` also learns whether the event is written as it came (`false` for a
     /// batch the count cut).
-    func handle(_ event: ControlEvent, write: (ControlEvent, _ whole: Bool) -> Void) {
+    func handle(_ frame: EventFrame, write: (LocationEvent, _ whole: Bool) -> Void) {
         var whole = true
-        let (written, outcome) = state.withLock { state -> (ControlEvent?, Outcome?) in
+        let event = frame.event
+        let (written, outcome) = state.withLock { state -> (LocationEvent?, Outcome?) in
             switch event {
-            case .location:
+            case .locations(let locations, .live):
                 state.sawData = true
                 if let count, state.locations >= count { return (nil, nil) }
-                state.locations += 1
-                return (event, state.locations == count ? .done : nil)
-            case .batch(let locations, let reason, let id):
+                let room = count.map { $0 - state.locations } ?? locations.count
+                guard locations.count > room else {
+                    state.locations += locations.count
+                    return (event, state.locations == count ? .done : nil)
+                }
+                whole = false
+                state.locations += room
+                return (.locations(Array(locations.prefix(room)), .live), .done)
+            case .locations(let locations, .held(let reason)):
                 state.sawData = true
                 guard let count else {
                     state.locations += locations.count
@@ -225,7 +232,7 @@ final class WatchLimits: Sendable {
                     return (event, .done)
                 }
                 whole = false
-                if id != nil {
+                if frame.batchID != nil {
                     // locationd keeps a batch until a consumer has had it whole: one that --count would cut is
                     // left there, said once, rather than written in part and sent again to the next watcher.
                     let left = LocationError(
@@ -235,8 +242,8 @@ final class WatchLimits: Sendable {
                 }
                 // A batch of this process's own (a local session's, at its end) is cut: nothing keeps it.
                 state.locations = count
-                return (.batch(Array(locations.prefix(room)), reason: reason, id: nil), .done)
-            case .source:
+                return (.locations(Array(locations.prefix(room)), .held(reason)), .done)
+            case .sourceStatus, .satellitesInView:
                 // The receiver answered: the source is reachable.
                 state.sawData = true
                 return (event, nil)

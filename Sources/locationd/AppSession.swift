@@ -80,11 +80,11 @@ final class AppSession: Sendable {
             // On every change the app's state as it is now is saved, so that a restart resumes it. Not the
             // state the line reports: lines arrive after the fact, and saving one a later change has already
             // left (a launch walks through active into suspended) would make a kill resume the wrong state.
-            if case .state = event, let application = launched.withLock({ $0 }) {
+            if case .lifecycle = event, let application = launched.withLock({ $0 }) {
                 stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
             let watchers = links.withLock { $0.watchers }
-            guard case .batch(let locations, let reason, _) = event else {
+            guard case .locations(let locations, .held(let reason)) = event else {
                 send(.event(event), watchers)
                 return
             }
@@ -107,7 +107,7 @@ final class AppSession: Sendable {
             // Encoded once for every watcher, and not at all without one (a later watcher gets it from the
             // outbox).
             guard !watchers.isEmpty, let batchID, let objects = outbox.encodedLocations(id: batchID) else { return }
-            let line = JSONLineEncoder.batchLine(count: count, reason: reason, id: batchID, objects: objects)
+            let line = JSONLineEncoder.batchLine(count: count, reason: reason.rawValue, id: batchID, objects: objects)
             send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
@@ -141,7 +141,7 @@ final class AppSession: Sendable {
     /// has; `nil` when nothing waits.
     func pendingBatch() -> (line: [UInt8], count: Int)? {
         guard let (locations, id) = outbox.pending(), let objects = outbox.encodedLocations(id: id) else { return nil }
-        return (JSONLineEncoder.batchLine(count: locations.count, reason: "unacknowledged", id: id, objects: objects), locations.count)
+        return (JSONLineEncoder.batchLine(count: locations.count, reason: HeldBatchReason.unacknowledged.rawValue, id: id, objects: objects), locations.count)
     }
 
 

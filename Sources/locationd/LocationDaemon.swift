@@ -533,12 +533,14 @@ final class LocationDaemon: Service, Sendable {
             return .status(status(of: app, for: viewer))
         case .watch:
             let state = application.applicationState
-            var first = [JSONLineEncoder.line(.state(state))]
+            // The state as the event that left the app in it (the state alone does not say which led to
+            // `inactive`).
+            var first = [JSONLineEncoder.line(.lifecycle(session.lastLifecycleEvent ?? .leading(to: state)))]
             // A new watcher learns at once why no fix may come, rather than facing a blank screen.
             if let outage = session.outage {
                 first.append(JSONLineEncoder.line(.error(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))))
             } else if manager.sourceStatus == .ended {
-                first.append(JSONLineEncoder.line(.source(.ended, satellitesVisible: nil)))
+                first.append(JSONLineEncoder.line(.sourceStatus(.ended)))
             }
             // What was flushed and no consumer acknowledged yet: this watcher may be the consumer it waits for.
             if let (line, count) = app.pendingBatch() {

@@ -121,7 +121,7 @@ struct ControlProtocolTests {
         let fix = ControlFixtures.location
         let object = String(decoding: JSONLineEncoder.object(fix), as: UTF8.self)
         #expect(ControlReply.location(fix).text == #"{"ok":true,"location":"# + object + "}")
-        let event = String(decoding: JSONLineEncoder.line(.location(fix)), as: UTF8.self)
+        let event = String(decoding: JSONLineEncoder.line(.locations([fix], .live)), as: UTF8.self)
         #expect(event == #"{"type":"location","# + object.dropFirst() + "\n")
         let status = DaemonStatus(
             state: .active, executingInBackground: false, policy: .high, source: "replay", sourceStatus: .hasFix,

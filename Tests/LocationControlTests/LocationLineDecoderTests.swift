@@ -43,18 +43,18 @@ struct LocationLineDecoderTests {
         for _ in 0..<20_000 {
             let location = Self.randomLocation(&random)
             var line: [UInt8] = []
-            JSONLineEncoder.append(.location(location), to: &line)
+            JSONLineEncoder.append(.locations([location], .live), to: &line)
             line.removeLast()  // the newline
             let read = LocationLineDecoder.location(line)
             if read != nil { direct += 1 }
             #expect(read == nil || read == Self.slow(line), "\(String(decoding: line, as: UTF8.self))")
-            #expect(try ControlEventDecoder.event(line) == .location(try #require(Self.slow(line))))
+            #expect(try LocationEventDecoder.frame(line) == EventFrame(.locations([try #require(Self.slow(line))], .live)))
         }
         // These random fixes are awkward on purpose (escapes, exponents); a receiver's fixes all go direct.
         #expect(direct >= 20_000 / 3, "\(direct) of 20,000 read directly")
         for location in LocationFixtures.walk(count: 1_000) {
             var line: [UInt8] = []
-            JSONLineEncoder.append(.location(location), to: &line)
+            JSONLineEncoder.append(.locations([location], .live), to: &line)
             line.removeLast()
             #expect(LocationLineDecoder.location(line) == location)
         }
@@ -67,7 +67,7 @@ struct LocationLineDecoderTests {
         var disagreements: [String] = []
         for _ in 0..<50_000 {
             var line: [UInt8] = []
-            JSONLineEncoder.append(.location(Self.randomLocation(&random)), to: &line)
+            JSONLineEncoder.append(.locations([Self.randomLocation(&random)], .live), to: &line)
             line.removeLast()
             switch random.next() % 4 {
             case 0: line[Int(random.next() % UInt64(line.count))] = junk[Int(random.next() % UInt64(junk.count))]
@@ -120,11 +120,13 @@ struct LocationLineDecoderTests {
                 ? LocationFixtures.walk(count: count, from: round)
                 : (0..<count).map { _ in Self.randomLocation(&random) }
             let id: String? = round % 3 == 0 ? nil : "r\(round).\(count)"
-            var line = JSONLineEncoder.line(.batch(locations, reason: "foreground", id: id))
+            var line = JSONLineEncoder.line(.locations(locations, .held(.foreground)), batchID: id)
             line.removeLast()
             if LocationLineDecoder.batch(line) != nil { direct += 1 }
             if round % 2 == 0 { #expect(LocationLineDecoder.batch(line) != nil, "a plain batch goes direct") }
-            #expect(try ControlEventDecoder.event(line) == .batch(locations, reason: "foreground", id: id))
+            // A batch is never empty: a line without fixes is no event, and is skipped.
+            let expected = locations.isEmpty ? nil : EventFrame(.locations(locations, .held(.foreground)), batchID: id)
+            #expect(try LocationEventDecoder.frameIfKnown(line) == expected)
         }
         #expect(direct >= 1_000, "\(direct) of 2,000 read directly")
     }
@@ -132,22 +134,22 @@ struct LocationLineDecoderTests {
     @Test("a batch line whose count disagrees with its locations, or that is cut, is refused as invalid-data")
     func damagedBatchLinesAreRefused() throws {
         let fixes = LocationFixtures.walk(count: 3)
-        var line = JSONLineEncoder.line(.batch(fixes, reason: "foreground", id: "a.3"))
+        var line = JSONLineEncoder.line(.locations(fixes, .held(.foreground)), batchID: "a.3")
         line.removeLast()
         let text = String(decoding: line, as: UTF8.self)
         let miscounted = Array(text.replacingOccurrences(of: #""count":3"#, with: #""count":4"#).utf8)
         #expect(LocationLineDecoder.batch(miscounted) == nil)
-        #expect(throws: LocationError.self) { try ControlEventDecoder.event(miscounted) }
+        #expect(throws: LocationError.self) { try LocationEventDecoder.frame(miscounted) }
         do {
-            _ = try ControlEventDecoder.event(miscounted)
+            _ = try LocationEventDecoder.frame(miscounted)
         } catch {
             #expect(error.code == .invalidData && error.message.contains("count 4 but 3 locations"), "\(error)")
         }
         for cut in [line.count - 1, line.count - 2, line.count / 2] {
-            #expect(throws: LocationError.self, "cut at \(cut)") { try ControlEventDecoder.event(Array(line.prefix(cut))) }
+            #expect(throws: LocationError.self, "cut at \(cut)") { try LocationEventDecoder.frame(Array(line.prefix(cut))) }
         }
-        // A line an earlier version wrote (its locations followed as lines) reads as a batch without fixes.
+        // A line an earlier version wrote (its locations followed as lines) is skipped: its fixes come as lines.
         let earlier = Array(#"{"type":"batch","count":3,"reason":"foreground","id":"a.3"}"#.utf8)
-        #expect(try ControlEventDecoder.event(earlier) == .batch([], reason: "foreground", id: "a.3"))
+        #expect(try LocationEventDecoder.frameIfKnown(earlier) == nil)
     }
 }

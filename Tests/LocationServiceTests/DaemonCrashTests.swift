@@ -302,17 +302,17 @@ struct DaemonCrashTests {
             let line = try watcher.readLine(timeout: .seconds(20), limit: ControlClient.maxEventLength)
             // The reply to the acknowledgement.
             if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
-            let event = try ControlEventDecoder.event(line)
-            switch event {
-            case .batch(let locations, _, let id):
+            let frame = try LocationEventDecoder.frame(line)
+            switch frame.event {
+            case .locations(let locations, .held):
                 #expect(!sawBatch, "one batch")
                 sawBatch = true
                 batch = locations
                 // Had whole: the consumer acknowledges it, and locationd lets go of it.
-                if let id { try watcher.send(.acknowledge(batch: id)) }
-            case .location(let location):
-                if sawBatch { live.append(location) } else { unbatched += 1 }
-            case .state, .error, .source:
+                if let id = frame.batchID { try watcher.send(.acknowledge(batch: id)) }
+            case .locations(let locations, .live):
+                if sawBatch { live += locations } else { unbatched += locations.count }
+            default:
                 break
             }
         }

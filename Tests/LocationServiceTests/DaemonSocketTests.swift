@@ -83,7 +83,7 @@ struct DaemonSocketTests {
                     while !stop.value {
                         do {
                             let line = try client.readLine(timeout: .seconds(5))
-                            let event = try? ControlEventDecoder.event(line)
+                            let event = (try? LocationEventDecoder.frame(line))?.event
                             watchers.withLock { $0[index].note(event, at: ContinuousClock.now) }
                         } catch let error as ControlError where error.code == .timeout {
                             continue
@@ -213,9 +213,10 @@ struct DaemonSocketTests {
         var lastTime: Date?
         var failure: String?
 
-        mutating func note(_ event: ControlEvent?, at now: ContinuousClock.Instant) {
+        mutating func note(_ event: LocationEvent?, at now: ContinuousClock.Instant) {
             switch event {
-            case .location(let location):
+            case .locations(let delivered, .live):
+                guard let location = delivered.last else { break }
                 locations += 1
                 if let lastTime, location.timestamp <= lastTime { backwards += 1 }
                 lastTime = location.timestamp

@@ -33,9 +33,9 @@ struct FixQualityServiceTests {
 
     @Test("the hand-written JSON line and the Codable encoding carry the same new fields, and read back")
     func jsonLine() throws {
-        let line = String(decoding: JSONLineEncoder.line(.location(Self.rtkFix)), as: UTF8.self)
+        let line = String(decoding: JSONLineEncoder.line(.locations([Self.rtkFix], .live)), as: UTF8.self)
         #expect(line.contains(#""fixMode":"3D","correctionStatus":"rtk-fixed","satellitesUsed":11,"satellitesVisible":17"#), "\(line)")
-        #expect(try ControlEventDecoder.event(Array(line.utf8.dropLast())) == .location(Self.rtkFix))
+        #expect(try LocationEventDecoder.frame(Array(line.utf8.dropLast())) == EventFrame(.locations([Self.rtkFix], .live)))
         let codable = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.rtkFix)) as? [String: Any]
         let handWritten = try JSONSerialization.jsonObject(with: Data(JSONLineEncoder.object(Self.rtkFix))) as? [String: Any]
         #expect(codable?["correctionStatus"] as? String == "rtk-fixed")
@@ -47,37 +47,39 @@ struct FixQualityServiceTests {
 
     @Test("waiting and fix events read back from JSON lines; hostile ones are refused")
     func sourceEvents() throws {
-        let events: [ControlEvent] = [
-            .source(.noFix, satellitesVisible: 7), .source(.noFix, satellitesVisible: nil), .source(.hasFix, satellitesVisible: nil),
-        ]
+        let events: [LocationEvent] = [.satellitesInView(7), .sourceStatus(.noFix), .sourceStatus(.hasFix)]
         for event in events {
             let line = JSONLineEncoder.line(event)
-            #expect(try ControlEventDecoder.event(Array(line.dropLast())) == event)
+            #expect(try LocationEventDecoder.frame(Array(line.dropLast())) == EventFrame(event))
         }
-        #expect(String(decoding: JSONLineEncoder.line(events[0]), as: UTF8.self) == #"{"type":"source","status":"no-fix","satellitesVisible":7}"# + "\n")
+        #expect(String(decoding: JSONLineEncoder.line(events[0]), as: UTF8.self) == #"{"type":"satellites","satellitesVisible":7}"# + "\n")
+        #expect(String(decoding: JSONLineEncoder.line(events[1]), as: UTF8.self) == #"{"type":"source","status":"no-fix"}"# + "\n")
         #expect(TextEventFormatter.line(events[0]) == "── waiting for a fix (7 satellites seen)")
-        #expect(TextEventFormatter.line(.source(.noFix, satellitesVisible: 1)) == "── waiting for a fix (1 satellite seen)")
+        #expect(TextEventFormatter.line(.satellitesInView(1)) == "── waiting for a fix (1 satellite seen)")
         #expect(TextEventFormatter.line(events[1]) == "── waiting for a fix")
         #expect(TextEventFormatter.line(events[2]) == "── fix acquired")
+        // An earlier version's line carried the satellites seen while waiting in the source line.
+        #expect(try LocationEventDecoder.frame(Array(#"{"type":"source","status":"no-fix","satellitesVisible":7}"#.utf8)) == EventFrame(.satellitesInView(7)))
         // A source event with a bad status or count is refused as one; a count that is no Int is no event line.
         for (hostile, reason) in [
             (#"{"type":"source","status":"sleeping"}"#, "bad source event"), (#"{"type":"source"}"#, "bad source event"),
             (#"{"type":"source","status":"no-fix","satellitesVisible":-1}"#, "bad source event"),
             (#"{"type":"source","status":"no-fix","satellitesVisible":1e300}"#, "not an event line"),
             (#"{"type":"source","status":"no-fix","satellitesVisible":"7"}"#, "not an event line"),
+            (#"{"type":"satellites"}"#, "bad satellites event"), (#"{"type":"satellites","satellitesVisible":-3}"#, "bad satellites event"),
         ] {
-            let error = #expect(throws: LocationError.self, "\(hostile)") { try ControlEventDecoder.event(Array(hostile.utf8)) }
+            let error = #expect(throws: LocationError.self, "\(hostile)") { try LocationEventDecoder.frame(Array(hostile.utf8)) }
             #expect(error?.code == .invalidData, "\(hostile): \(String(describing: error))")
             #expect(error?.message == "\(reason): \(hostile)", "\(String(describing: error))")
         }
     }
 
     /// A started session on a scripted source, its lines recorded (state lines left out).
-    static func recordedManager() async throws -> (ScriptedLocationSource, LocationManager, Locked<[ControlEvent]>, LocationSession) {
+    static func recordedManager() async throws -> (ScriptedLocationSource, LocationManager, Locked<[LocationEvent]>, LocationSession) {
         let source = ScriptedLocationSource()
-        let events = Locked<[ControlEvent]>([])
+        let events = Locked<[LocationEvent]>([])
         let session = try LocationSession(source: source, settings: ServiceConfiguration(), startState: .active) { event in
-            if case .state = event { return }
+            if case .lifecycle = event { return }
             events.withLock { $0.append(event) }
         }
         let manager = session.manager
@@ -105,13 +107,16 @@ struct FixQualityServiceTests {
         source.send(.status(.hasFix))
         source.send(.satellitesInView(9))
         source.emit(LocationFixtures.walk(0))
-        try await Self.wait(for: manager) { events.value.count >= 4 }
+        try await Self.wait(for: manager) { events.value.count >= 5 }
+        // The satellites seen before the fix was lost come right after the waiting line; a count seen again
+        // adds nothing, nor does one seen with a fix.
         #expect(events.value == [
-            .source(.noFix, satellitesVisible: 4), .source(.noFix, satellitesVisible: 6), .source(.hasFix, satellitesVisible: nil),
-            .location(LocationFixtures.walk(0)),
+            .sourceStatus(.noFix), .satellitesInView(4), .satellitesInView(6), .sourceStatus(.hasFix),
+            .locations([LocationFixtures.walk(0)], .live),
         ])
-        #expect(events.value.prefix(3).map(TextEventFormatter.line) == [
-            "── waiting for a fix (4 satellites seen)", "── waiting for a fix (6 satellites seen)", "── fix acquired",
+        #expect(events.value.prefix(4).map(TextEventFormatter.line) == [
+            "── waiting for a fix", "── waiting for a fix (4 satellites seen)", "── waiting for a fix (6 satellites seen)",
+            "── fix acquired",
         ])
         manager.stopUpdatingLocation()
     }
@@ -123,7 +128,7 @@ struct FixQualityServiceTests {
         source.send(.status(.hasFix))
         source.emit(LocationFixtures.walk(0))
         try await Self.wait(for: manager) { !events.value.isEmpty }
-        #expect(events.value == [.location(LocationFixtures.walk(0))])
+        #expect(events.value == [.locations([LocationFixtures.walk(0)], .live)])
         manager.stopUpdatingLocation()
     }
 

@@ -131,35 +131,69 @@ struct ServiceLayerTests {
         }
     }
 
+    /// The case of an event, without its values.
+    static func kind(_ event: LocationEvent) -> Int {
+        switch event {
+        case .locations: 0
+        case .lifecycle: 1
+        case .applicationStopped: 2
+        case .accuracyPolicy: 3
+        case .sourceStatus: 4
+        case .satellitesInView: 5
+        case .error: 6
+        case .droppedHeldLocations: 7
+        }
+    }
+
     @Test("every event survives JSON lines both ways")
     func eventRoundTrip() throws {
-        let events: [ControlEvent] = [
-            .location(LocationFixtures.walk(3)), .state(.suspended),
-            .batch(LocationFixtures.walk(count: 12), reason: "foreground", id: "k3x9q.12"), .batch([], reason: "restored"),
-            .error(LocationError(.noFix, "no fix \"quoted\"\nnewline")),
+        let frames: [EventFrame] = [
+            EventFrame(.locations([LocationFixtures.walk(3)], .live)), EventFrame(.lifecycle(.didSuspend)),
+            EventFrame(.lifecycle(.willEnterForeground)),
+            EventFrame(.locations(LocationFixtures.walk(count: 12), .held(.foreground)), batchID: "k3x9q.12"),
+            EventFrame(.locations(LocationFixtures.walk(count: 2), .held(.restored))),
+            EventFrame(.locations(LocationFixtures.walk(count: 1), .held(.unacknowledged)), batchID: "a.1"),
+            EventFrame(.error(LocationError(.noFix, "no fix \"quoted\"\nnewline"))),
+            EventFrame(.applicationStopped(.killedWhileSuspended)), EventFrame(.applicationStopped(.terminated)),
+            EventFrame(.applicationStopped(.exitedOnLeavingForeground)),
+            EventFrame(.applicationStopped(.didEnterBackgroundOverBudget(elapsed: .milliseconds(5_250), budget: .seconds(5)))),
+            EventFrame(.applicationStopped(.backgroundTaskExpired(tasks: ["upload \"a\"", "sync"]))),
+            EventFrame(.accuracyPolicy(.reduced)), EventFrame(.accuracyPolicy(.high)),
+            EventFrame(.sourceStatus(.noFix)), EventFrame(.sourceStatus(.hasFix)), EventFrame(.sourceStatus(.ended)),
+            EventFrame(.satellitesInView(0)), EventFrame(.satellitesInView(31)), EventFrame(.droppedHeldLocations(7)),
         ]
-        for event in events {
-            let line = JSONLineEncoder.line(event)
+        for frame in frames {
+            let line = JSONLineEncoder.line(frame)
             #expect(line.last == 0x0A)
-            #expect(try ControlEventDecoder.event(Array(line.dropLast())) == event)
+            #expect(line.filter { $0 == 0x0A }.count == 1, "one line")
+            #expect(try LocationEventDecoder.frame(Array(line.dropLast())) == frame)
             #expect((try? JSONSerialization.jsonObject(with: Data(line))) != nil)
         }
-        #expect(String(decoding: JSONLineEncoder.line(.state(.background)), as: UTF8.self)
-            == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced"}"# + "\n")
-        #expect(String(decoding: JSONLineEncoder.line(.batch([], reason: "foreground")), as: UTF8.self)
-            == #"{"type":"batch","count":0,"reason":"foreground","locations":[]}"# + "\n")
+        // Every case of LocationEvent is in the list above.
+        #expect(Set(frames.map { Self.kind($0.event) }).count == 8)
+        #expect(String(decoding: JSONLineEncoder.line(.lifecycle(.didEnterBackground)), as: UTF8.self)
+            == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}"# + "\n")
+        // What a client that does not know the newer keys reads stays the same: the state, the error.
+        #expect(String(decoding: JSONLineEncoder.line(.droppedHeldLocations(7)), as: UTF8.self)
+            == #"{"type":"error","code":"batch-overflow","message":"dropped the 7 oldest held fixes: the batch was full","dropped":7}"# + "\n")
+        // A state line of an earlier version, without its event, reads as an event that leads to the state.
+        #expect(try LocationEventDecoder.frame(Array(#"{"type":"state","state":"suspended"}"#.utf8)) == EventFrame(.lifecycle(.didSuspend)))
+        // An event that does not lead to the state named is refused.
+        #expect(throws: LocationError.self) {
+            try LocationEventDecoder.frame(Array(#"{"type":"state","state":"active","event":"didSuspend"}"#.utf8))
+        }
         // A held batch is one line, its locations the objects a location line has, without `type`.
         let fixes = LocationFixtures.walk(count: 2)
-        #expect(String(decoding: JSONLineEncoder.line(.batch(fixes, reason: "foreground", id: "a.2")), as: UTF8.self)
+        #expect(String(decoding: JSONLineEncoder.line(.locations(fixes, .held(.foreground)), batchID: "a.2"), as: UTF8.self)
             == #"{"type":"batch","count":2,"reason":"foreground","id":"a.2","locations":["#
             + fixes.map { String(decoding: JSONLineEncoder.object($0), as: UTF8.self) }.joined(separator: ",") + "]}\n")
         #expect(throws: LocationError(.invalidData, #"unknown event type: {"type":"weather"}"#)) {
-            try ControlEventDecoder.event(Array(#"{"type":"weather"}"#.utf8))
+            try LocationEventDecoder.frame(Array(#"{"type":"weather"}"#.utf8))
         }
         // A watcher skips an event type a newer daemon sends, rather than ending.
-        #expect(try ControlEventDecoder.eventIfKnown(Array(#"{"type":"weather","sky":"clear"}"#.utf8)) == nil)
+        #expect(try LocationEventDecoder.frameIfKnown(Array(#"{"type":"weather","sky":"clear"}"#.utf8)) == nil)
         #expect(throws: LocationError(.invalidData, #"not an event line: {"kind":"weather"}"#)) {
-            try ControlEventDecoder.eventIfKnown(Array(#"{"kind":"weather"}"#.utf8))
+            try LocationEventDecoder.frameIfKnown(Array(#"{"kind":"weather"}"#.utf8))
         }
     }
 }
