@@ -534,8 +534,9 @@ final class LocationDaemon: Service, Sendable {
         case .watch:
             let state = application.applicationState
             // The state as the event that left the app in it (the state alone does not say which led to
-            // `inactive`).
-            var first = [JSONLineEncoder.line(.lifecycle(session.lastLifecycleEvent ?? .leading(to: state)))]
+            // `inactive`); the session hears of a change after the application makes it.
+            let last = session.lastLifecycleEvent.flatMap { $0.resultingState == state ? $0 : nil }
+            var first = [JSONLineEncoder.line(.lifecycle(last ?? .leading(to: state)))]
             // A new watcher learns at once why no fix may come, rather than facing a blank screen.
             if let outage = session.outage {
                 first.append(JSONLineEncoder.line(.error(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))))
