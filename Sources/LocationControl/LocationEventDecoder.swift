@@ -60,10 +60,12 @@ public enum LocationEventDecoder {
             guard let state = header.state.flatMap(ApplicationState.init(rawValue:)) else {
                 throw LocationError(.invalidData, "bad state event: \(preview(line))")
             }
-            guard let name = header.event else { return EventFrame(.lifecycle(.leading(to: state))) }
-            guard let event = ApplicationEvent(rawValue: name), event.resultingState == state else {
-                throw LocationError(.invalidData, "bad state event: \(preview(line))")
+            // Without an event (an earlier version's line) or with one this build does not know (a newer
+            // daemon's), the state stands for the event that leads to it.
+            guard let name = header.event, let event = ApplicationEvent(rawValue: name) else {
+                return EventFrame(.lifecycle(.leading(to: state)))
             }
+            guard event.resultingState == state else { throw LocationError(.invalidData, "bad state event: \(preview(line))") }
             return EventFrame(.lifecycle(event))
         case "batch":
             guard let count = header.count, count >= 0 else { throw LocationError(.invalidData, "bad batch event: \(preview(line))") }
@@ -85,14 +87,16 @@ public enum LocationEventDecoder {
             }
             return EventFrame(.error(LocationError(code, header.message ?? "unknown error")))
         case "stopped":
-            guard let reason = StoppedReason.reason(header.reason, elapsed: header.elapsed, budget: header.budget, tasks: header.tasks)
+            guard let code = header.reason else { throw LocationError(.invalidData, "bad stopped event: \(preview(line))") }
+            // A reason this build does not know (a newer daemon's) is skipped like an unknown event.
+            guard StoppedReason.isKnown(code) else { return nil }
+            guard let reason = StoppedReason.reason(code, elapsed: header.elapsed, budget: header.budget, tasks: header.tasks)
             else { throw LocationError(.invalidData, "bad stopped event: \(preview(line))") }
             return EventFrame(.applicationStopped(reason))
         case "policy":
-            guard let policy = header.policy.flatMap(AccuracyPolicy.init(rawValue:)) else {
-                throw LocationError(.invalidData, "bad policy event: \(preview(line))")
-            }
-            return EventFrame(.accuracyPolicy(policy))
+            guard let name = header.policy else { throw LocationError(.invalidData, "bad policy event: \(preview(line))") }
+            // A policy this build does not know (a newer daemon's) is skipped like an unknown event.
+            return AccuracyPolicy(rawValue: name).map { EventFrame(.accuracyPolicy($0)) }
         case "source":
             guard let status = header.status.flatMap(LocationSourceStatus.init(rawValue:)),
                 (header.satellitesVisible ?? 0) >= 0
@@ -137,6 +141,11 @@ enum StoppedReason {
         case .didEnterBackgroundOverBudget: "background-budget"
         case .backgroundTaskExpired: "background-task-expired"
         }
+    }
+
+    static func isKnown(_ code: String) -> Bool {
+        ["terminated", "exited-on-leaving-foreground", "killed-while-suspended", "background-budget", "background-task-expired"]
+            .contains(code)
     }
 
     static func reason(_ code: String?, elapsed: Double?, budget: Double?, tasks: [String]?) -> ApplicationTerminationReason? {

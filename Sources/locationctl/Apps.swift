@@ -39,7 +39,7 @@ struct Apps: AsyncParsableCommand {
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove one of your apps: its session ends and the fixes it holds are deleted.",
-            discussion: "An app that is connected to locationd is not removed: quit it first. Root may remove another user's app with --owner.")
+            discussion: "An app attached to locationd (a Swift app running through it) is not removed: quit it first. Its watchers (locationctl watch --app) are told and end with exit 66. Root may remove another user's app with --owner.")
 
         @OptionGroup var daemon: DaemonSocketOptions
 

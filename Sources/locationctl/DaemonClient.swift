@@ -174,11 +174,15 @@ enum DaemonClient {
         }
         let current = Locked<ControlClient?>(first.0)
         let problem = Locked<CommandFailure?>(nil)
+        // Acknowledgements sent on the current connection and not yet answered.
+        let unanswered = Locked(0)
         let reader = Task {
             var lines = first.1
             var backoff = ReconnectBackoff()
             while !Task.isCancelled {
-                let ended = await read(lines, from: socket, client: current, writer: writer, limits: limits, problem: problem)
+                let ended = await read(
+                    lines, from: socket, client: current, writer: writer, limits: limits, problem: problem, unanswered: unanswered)
+                unanswered.withLock { $0 = 0 }
                 guard ended, problem.value == nil, !Task.isCancelled else { break }
                 limits.handle(EventFrame(.error(LocationError(.sourceUnavailable, "locationd at \(socket) went away; connecting again")))) { writer.write($0) }
                 // Connects again until it works, a refusal ends the watch, or the watch ends.
@@ -203,6 +207,13 @@ enum DaemonClient {
             limits.finish(.done)
         }
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
+        // A batch that reached the count was acknowledged just before: the connection stays open until
+        // locationd answers (at most 2 s), as a close can overtake the acknowledgement and the daemon would
+        // send the batch again to the next watcher.
+        if outcome == .done {
+            let deadline = ContinuousClock.now + .seconds(2)
+            while unanswered.value > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        }
         reader.cancel()
         current.value?.close()
         if outcome == .done, limits.reachedCount { return nil }
@@ -225,19 +236,22 @@ enum DaemonClient {
     /// the connection broke), `false` when the watch must end (bad data, set in `problem`).
     private static func read(
         _ lines: AsyncThrowingStream<[UInt8], any Error>, from socket: String, client: Locked<ControlClient?>,
-        writer: EventWriter, limits: WatchLimits, problem: Locked<CommandFailure?>
+        writer: EventWriter, limits: WatchLimits, problem: Locked<CommandFailure?>, unanswered: Locked<Int>
     ) async -> Bool {
         do {
             for try await line in lines {
                 // The replies to this watch's acknowledgements.
-                if line.starts(with: Array(#"{"ok":"#.utf8)) { continue }
+                if line.starts(with: Array(#"{"ok":"#.utf8)) {
+                    unanswered.withLock { $0 = max(0, $0 - 1) }
+                    continue
+                }
                 do throws(LocationError) {
                     // An event type a newer daemon sends is skipped, not an end to watching.
                     guard let frame = try LocationEventDecoder.frameIfKnown(line) else { continue }
                     // The watched app was removed: nothing more will come for it, and the watch ends.
                     if case .error(let error) = frame.event, error.code.rawValue == "app-removed" {
                         limits.handle(frame) { writer.write($0) }
-                        problem.withLock { $0 = .unavailable("locationd at \(socket): \(error.message)") }
+                        problem.withLock { $0 = .missingInput("locationd at \(socket): \(error.message)") }
                         return false
                     }
                     // Acknowledged from within the write, which comes before the watch may end (on the
@@ -247,6 +261,7 @@ enum DaemonClient {
                         writer.write(event, line: whole ? line : nil)
                         // Written whole: the daemon may let go of the batch.
                         if whole, case .locations(_, .held) = event, let id = frame.batchID, writer.failure == nil {
+                            unanswered.withLock { $0 += 1 }
                             try? client.value?.send(.acknowledge(batch: id))
                         }
                     }

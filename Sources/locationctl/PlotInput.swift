@@ -175,8 +175,9 @@ final class PlotInput {
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return }
         let frame: EventFrame?
         do throws(LocationError) { frame = try LocationEventDecoder.frameIfKnown(line) } catch {
-            if isLast {
-                // A watch cut off mid-line (Ctrl-C, kill) leaves a partial last line: drawn without it.
+            // A watch cut off mid-line (Ctrl-C, kill) leaves a partial last line: drawn without it. A last
+            // line that is whole JSON but no event is bad data like any other.
+            if isLast, (try? JSONSerialization.jsonObject(with: Data(line))) == nil {
                 if !notedTruncated {
                     notedTruncated = true
                     notes.append("\(name) line \(number): the last line is incomplete and is left out")

@@ -169,6 +169,8 @@ final class WatchLimits: Sendable {
         var locations = 0
         var firstError: LocationError?
         var sawData = false
+        /// Whether the watch has ended (its count reached, its source unreachable): nothing more is written.
+        var ended = false
     }
 
     private let count: Int?
@@ -203,59 +205,69 @@ final class WatchLimits: Sendable {
         var whole = true
         let event = frame.event
         let (written, outcome) = state.withLock { state -> (LocationEvent?, Outcome?) in
-            switch event {
-            case .locations(let locations, .live):
-                state.sawData = true
-                if let count, state.locations >= count { return (nil, nil) }
-                let room = count.map { $0 - state.locations } ?? locations.count
-                guard locations.count > room else {
-                    state.locations += locations.count
-                    return (event, state.locations == count ? .done : nil)
-                }
-                whole = false
-                state.locations += room
-                return (.locations(Array(locations.prefix(room)), .live), .done)
-            case .locations(let locations, .held(let reason)):
-                state.sawData = true
-                guard let count else {
-                    state.locations += locations.count
-                    return (event, nil)
-                }
-                let room = count - state.locations
-                guard room > 0 else { return (nil, nil) }
-                guard locations.count >= room else {
-                    state.locations += locations.count
-                    return (event, nil)
-                }
-                guard locations.count > room else {
-                    state.locations = count
-                    return (event, .done)
-                }
-                whole = false
-                if frame.batchID != nil {
-                    // locationd keeps a batch until a consumer has had it whole: one that --count would cut is
-                    // left there, said once, rather than written in part and sent again to the next watcher.
-                    let left = LocationError(
-                        LocationError.Code(rawValue: "batch-left"),
-                        "a held batch of \(locations.count) fixes is more than --count \(count) leaves room for (\(room)); it stays in locationd for the next watcher (a watch without --count takes it)")
-                    return (.error(left), nil)
-                }
-                // A batch of this process's own (a local session's, at its end) is cut: nothing keeps it.
-                state.locations = count
-                return (.locations(Array(locations.prefix(room)), .held(reason)), .done)
-            case .sourceStatus, .satellitesInView:
-                // The receiver answered: the source is reachable.
-                state.sawData = true
-                return (event, nil)
-            case .error(let error) where endsWhenUnreachable && !state.sawData && error.code == .sourceUnavailable:
-                state.firstError = state.firstError ?? error
-                return (nil, .unreachable)
-            default:
-                return (event, nil)
-            }
+            guard !state.ended else { return (nil, nil) }
+            let (written, outcome) = Self.limit(event, batchID: frame.batchID, count: count, endsWhenUnreachable: endsWhenUnreachable, &state, whole: &whole)
+            if outcome != nil { state.ended = true }
+            return (written, outcome)
         }
         if let written { write(written, whole) }
         if let outcome { finished.continuation.yield(outcome) }
+    }
+
+    /// What of `event` is written, and whether the watch ends with it.
+    private static func limit(
+        _ event: LocationEvent, batchID: String?, count: Int?, endsWhenUnreachable: Bool, _ state: inout State, whole: inout Bool
+    ) -> (LocationEvent?, Outcome?) {
+        switch event {
+        case .locations(let locations, .live):
+            state.sawData = true
+            if let count, state.locations >= count { return (nil, nil) }
+            let room = count.map { $0 - state.locations } ?? locations.count
+            guard locations.count > room else {
+                state.locations += locations.count
+                return (event, state.locations == count ? .done : nil)
+            }
+            whole = false
+            state.locations += room
+            return (.locations(Array(locations.prefix(room)), .live), .done)
+        case .locations(let locations, .held(let reason)):
+            state.sawData = true
+            guard let count else {
+                state.locations += locations.count
+                return (event, nil)
+            }
+            let room = count - state.locations
+            guard room > 0 else { return (nil, nil) }
+            guard locations.count >= room else {
+                state.locations += locations.count
+                return (event, nil)
+            }
+            guard locations.count > room else {
+                state.locations = count
+                return (event, .done)
+            }
+            whole = false
+            if batchID != nil {
+                // locationd keeps a batch until a consumer has had it whole: one that --count would cut is
+                // left there, said once, rather than written in part and sent again to the next watcher.
+                let left = LocationError(
+                    LocationError.Code(rawValue: "batch-left"),
+                    "a held batch of \(locations.count) fixes is more than --count \(count) leaves room for (\(room)); it stays in locationd for the next watcher (a watch without --count takes it)")
+                return (.error(left), nil)
+            }
+            // A batch of this process's own (a local session's, at its end) is cut: nothing keeps it.
+            state.locations = count
+            return (.locations(Array(locations.prefix(room)), .held(reason)), .done)
+        case .sourceStatus, .satellitesInView:
+            // The receiver answered: the source is reachable.
+            state.sawData = true
+            return (event, nil)
+        case .error(let error) where endsWhenUnreachable && !state.sawData && error.code == .sourceUnavailable:
+            state.firstError = state.firstError ?? error
+            return (nil, .unreachable)
+        default:
+            return (event, nil)
+        }
     }
 
     /// Ends the watch from outside (the daemon's stream closed).

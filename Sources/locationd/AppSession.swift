@@ -92,7 +92,7 @@ final class AppSession: Sendable {
             // journal (it does so once this returns), and everything waiting goes out as one batch with its id.
             let count: Int, batchID: String?
             do throws(LocationError) {
-                let (pending, id, dropped) = try outbox.add(locations)
+                let (pending, id, dropped) = try outbox.add(locations, reason: reason)
                 if dropped > 0 {
                     logger.warning("the app \(id)'s outbox dropped its \(dropped) oldest unacknowledged fixes: it holds at most \(outbox.capacity)")
                 }
@@ -108,6 +108,7 @@ final class AppSession: Sendable {
             // outbox).
             guard !watchers.isEmpty, let batchID, let objects = outbox.encodedLocations(id: batchID) else { return }
             let line = JSONLineEncoder.batchLine(count: count, reason: reason.rawValue, id: batchID, objects: objects)
+            outbox.markSent()
             send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
@@ -141,7 +142,8 @@ final class AppSession: Sendable {
     /// has; `nil` when nothing waits.
     func pendingBatch() -> (line: [UInt8], count: Int)? {
         guard let (locations, id) = outbox.pending(), let objects = outbox.encodedLocations(id: id) else { return nil }
-        return (JSONLineEncoder.batchLine(count: locations.count, reason: HeldBatchReason.unacknowledged.rawValue, id: id, objects: objects), locations.count)
+        let reason = outbox.reasonForNewWatcher()
+        return (JSONLineEncoder.batchLine(count: locations.count, reason: reason.rawValue, id: id, objects: objects), locations.count)
     }
 
 

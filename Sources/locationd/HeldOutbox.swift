@@ -22,6 +22,9 @@ final class HeldOutbox: Sendable {
         var writeFailed = false
         /// The ends of the ids handed out and not yet acknowledged: only those are taken by `acknowledge`.
         var issued: Set<UInt64> = []
+        /// Why the waiting fixes were flushed, while no watcher has been sent them (a flush with nobody
+        /// watching: an app that attached again, a return with no watcher); `nil` once one has.
+        var unsentReason: HeldBatchReason?
     }
 
     private let state = Locked(State())
@@ -67,9 +70,10 @@ final class HeldOutbox: Sendable {
     ///
     /// A fix the outbox already has (the same fix time: a batch flushed again after a kill -9 between this
     /// write and the clearing of the app's journal) is not added twice.
-    func add(_ locations: [Location]) throws(LocationError) -> (pending: Int, id: String, dropped: Int) {
+    func add(_ locations: [Location], reason: HeldBatchReason) throws(LocationError) -> (pending: Int, id: String, dropped: Int) {
         let result: Result<(pending: Int, id: String, dropped: Int), LocationError> = state.withLock {
             state in
+            if state.fixes.isEmpty { state.unsentReason = reason }
             let present = Set(state.fixes.map(\.timestamp))
             let fresh = locations.filter { !present.contains($0.timestamp) }
             state.fixes.append(contentsOf: fresh)
@@ -100,6 +104,20 @@ final class HeldOutbox: Sendable {
     /// What waits, with its id; `nil` when nothing does.
     func pending() -> (locations: [Location], id: String)? {
         state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state)) }
+    }
+
+    /// Notes that the waiting fixes were sent to a watcher.
+    func markSent() {
+        state.withLock { $0.unsentReason = nil }
+    }
+
+    /// The reason a new watcher's batch gives: why the fixes were flushed while none was sent them yet,
+    /// `unacknowledged` once one was (and after a restart); notes them as sent.
+    func reasonForNewWatcher() -> HeldBatchReason {
+        state.withLock { state in
+            defer { state.unsentReason = nil }
+            return state.unsentReason ?? .unacknowledged
+        }
     }
 
     /// Removes the fixes of the batch `id` names (and any before them); returns how many, or `nil` for an id

@@ -30,6 +30,8 @@ struct CommandLinePlotTests {
         ("nan.jsonl", #"{"type":"state","state":"active"}"# + "\n" + #"{"type":"location","latitude":nan,"longitude":1,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"# + "\n", 65, "nan.jsonl line 2: not an event line"),
         ("pole.jsonl", #"{"type":"location","latitude":90.5,"longitude":1,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"# + "\n", 65, "pole.jsonl line 1: bad location event"),
         ("nothing.jsonl", #"{"type":"state","state":"active"}"# + "\n", 65, "nothing.jsonl holds no positions to plot"),
+        // A last line without its line break that is whole JSON is no cut-off line: refused like any other.
+        ("last.jsonl", #"{"type":"location","latitude":1,"longitude":1,"timestamp":"2024-01-01T00:00:00Z","isSimulated":false}"# + "\n" + #"{"type":"state","state":"active","event":"didSuspend"}"#, 65, "last.jsonl line 2: bad state event"),
         ("broken.gpx", #"<gpx version="1.1"><trk><trkseg><trkpt lat="1" lon="2">"#, 65, "broken.gpx:1:"),
     ])
     func hostileInput(name: String, content: String, status: Int32, message: String) throws {

@@ -162,6 +162,25 @@ struct HeldBatchDeliveryTests {
         #expect(try daemon.status().held == 0)
     }
 
+    @Test(
+        "a batch flushed with nobody watching comes to the first watcher with the reason of its flush, and again as unacknowledged",
+        .timeLimit(.minutes(2)))
+    func aBatchFlushedUnwatchedKeepsItsReason() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try RunningDaemon(directory: directory, extra: DaemonCrashTests.flags(journal: directory.file("held.journal")))
+        _ = try daemon.ctl(["state", "suspended"])
+        #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 3 }, "the suspended daemon holds fixes")
+        _ = try daemon.ctl(["state", "active"])
+        #expect(eventually(20) { ((try? daemon.status().unacknowledged) ?? 0) >= 3 }, "flushed into the outbox")
+        for expected in ["foreground", "unacknowledged"] {
+            let watcher = try ControlClient(path: daemon.socket)
+            _ = try watcher.request(.watch)
+            let batch = try #require(try Self.readBatch(watcher))
+            #expect(batch.reason == expected, "\(String(describing: batch.reason))")
+            watcher.close()
+        }
+    }
+
     @Test("locationctl watch acknowledges a batch once it has written it", .timeLimit(.minutes(2)))
     func watchAcknowledgesWhatItWrote() throws {
         let directory = TemporaryDirectory()

@@ -178,6 +178,11 @@ struct ServiceLayerTests {
             == #"{"type":"error","code":"batch-overflow","message":"dropped the 7 oldest held fixes: the batch was full","dropped":7}"# + "\n")
         // A state line of an earlier version, without its event, reads as an event that leads to the state.
         #expect(try LocationEventDecoder.frame(Array(#"{"type":"state","state":"suspended"}"#.utf8)) == EventFrame(.lifecycle(.didSuspend)))
+        // A newer daemon's values within known types are read as far as they can be, or skipped, never an end.
+        #expect(try LocationEventDecoder.frame(Array(#"{"type":"state","state":"background","event":"didHibernate"}"#.utf8))
+            == EventFrame(.lifecycle(.didEnterBackground)))
+        #expect(try LocationEventDecoder.frameIfKnown(Array(#"{"type":"stopped","reason":"eaten","message":"m"}"#.utf8)) == nil)
+        #expect(try LocationEventDecoder.frameIfKnown(Array(#"{"type":"policy","policy":"extreme"}"#.utf8)) == nil)
         // An event that does not lead to the state named is refused.
         #expect(throws: LocationError.self) {
             try LocationEventDecoder.frame(Array(#"{"type":"state","state":"active","event":"didSuspend"}"#.utf8))
