@@ -100,7 +100,13 @@ struct Watch: AsyncParsableCommand {
                     socket: daemonSocket, writer: writer, limits: limits, interrupts: interrupts, duration: duration, app: app,
                     policy: try daemonPolicy())
             } else {
-                failure = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
+                let direct = try await watchGPSD(writer: writer, limits: limits, interrupts: interrupts, duration: duration)
+                // Neither answered: a user who meant the daemon learns that it was looked for too.
+                if let direct, direct.exitCode == 69, socket == nil, !gpsdOptions.isSet, policy == .high {
+                    failure = .unavailable(direct.message + "; and no locationd answers on the default sockets (start it, or name its socket with --socket)")
+                } else {
+                    failure = direct
+                }
             }
             do throws(EventWriter.Failure) { try writer.finish() } catch {
                 if let failure = CommandFailure.from(error) { throw failure }
