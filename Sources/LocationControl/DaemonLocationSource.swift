@@ -162,7 +162,8 @@ public final class DaemonLocationSource: LocationSource {
     static func sessionPolicy(for mode: AcquisitionMode, base: AppPolicy) -> AppPolicy {
         var policy = base
         if case .dutyCycled(let cycle) = mode {
-            policy.reducedInterval = cycle.interval.seconds
+            let (seconds, attoseconds) = cycle.interval.components
+            policy.reducedInterval = Double(seconds) + Double(attoseconds) * 1e-18
             policy.reducedAccuracy = cycle.desiredAccuracy ?? policy.reducedAccuracy
             policy.backgroundLocation = true
         }

@@ -1,28 +1,41 @@
 /// Capped exponential delays between reconnection attempts: `initial`, doubling, never above `maximum`.
-/// Every source and client that connects again (gpsd, locationd) waits by it: 0.25 s to 5 s by default.
-package struct ReconnectBackoff: Sendable, Equatable {
+///
+/// Every source and client of this package that connects again (gpsd, locationd) waits by it, 0.25 s to 5 s
+/// by default; a ``LocationSource`` of your own can too:
+///
+/// ```swift
+/// var backoff = ReconnectBackoff()
+/// while !connected {
+///     try await Task.sleep(for: backoff.nextDelay())
+///     connected = tryToConnect()
+/// }
+/// backoff.reset()
+/// ```
+public struct ReconnectBackoff: Sendable, Equatable {
     /// The first delay, and the one after a ``reset()``.
-    package let initial: Duration
+    public let initial: Duration
     /// The longest delay.
-    package let maximum: Duration
+    public let maximum: Duration
     private var next: Duration
 
-    /// Delays from `initial`, doubling up to `maximum`.
-    package init(initial: Duration = .milliseconds(250), maximum: Duration = .seconds(5)) {
-        self.initial = initial
-        self.maximum = max(initial, maximum)
-        self.next = initial
+    /// Delays from `initial`, doubling up to `maximum` (a negative delay counts as zero; a `maximum` below
+    /// `initial` as `initial`).
+    public init(initial: Duration = .milliseconds(250), maximum: Duration = .seconds(5)) {
+        self.initial = max(.zero, initial)
+        self.maximum = max(self.initial, maximum)
+        self.next = self.initial
     }
 
     /// The delay before the next attempt; each call doubles the following one up to the cap.
-    package mutating func nextDelay() -> Duration {
+    public mutating func nextDelay() -> Duration {
         let delay = next
-        next = min(next * 2, maximum)
+        // Doubled only below half the cap, so that no doubling can overflow.
+        next = next > maximum / 2 ? maximum : min(next * 2, maximum)
         return delay
     }
 
     /// Starts again from `initial` (after data flowed again).
-    package mutating func reset() {
+    public mutating func reset() {
         next = initial
     }
 }

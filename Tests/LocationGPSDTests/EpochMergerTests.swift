@@ -119,6 +119,11 @@ struct EpochMergerTests {
         #expect(delays == [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(5), .seconds(5), .seconds(5)])
         backoff.reset()
         #expect(backoff.nextDelay() == .milliseconds(250))
+        // Public: hostile values neither trap nor go below zero.
+        var huge = ReconnectBackoff(initial: .seconds(Int64.max / 2), maximum: .seconds(Int64.max))
+        #expect((0..<4).map { _ in huge.nextDelay() }.last == .seconds(Int64.max))
+        var negative = ReconnectBackoff(initial: .seconds(-3), maximum: .seconds(-5))
+        #expect(negative.nextDelay() == .zero && negative.nextDelay() == .zero)
     }
 
     @Test func configurationIsValidated() {
