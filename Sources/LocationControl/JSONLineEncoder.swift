@@ -126,9 +126,10 @@ public enum JSONLineEncoder {
 
     /// `{"type":"error","code":C,"message":M` (without the closing brace).
     private static func appendError(_ error: LocationError, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: #"{"type":"error","code":""#.utf8)
-        bytes.append(contentsOf: error.code.rawValue.utf8)
-        bytes.append(contentsOf: #"","message":"#.utf8)
+        bytes.append(contentsOf: #"{"type":"error","code":"#.utf8)
+        // Codes are extensible: one read from another daemon's line may hold anything, escaped as a string.
+        appendString(error.code.rawValue, to: &bytes)
+        bytes.append(contentsOf: #","message":"#.utf8)
         appendString(error.message, to: &bytes)
     }
 

@@ -57,6 +57,10 @@ struct ParserFuzzTests {
         try ParserFuzzHarness.check(.lifecycleScript, Array("10s:back\nground".utf8))
         // Found by the control-reply target: a failure reply with an empty message was refused without one.
         try ParserFuzzHarness.check(.controlReply, Array(#"{"ok":false,"error":{"code":"no-fix","message":""}}"#.utf8))
+        // Found by the event-line target: an error code with an escaped quote was written back unescaped.
+        try ParserFuzzHarness.check(.eventLine, Array(#"{"type":"error","code":"batch-ov\\\"x","message":"m"}"#.utf8))
+        // And by the control-request target: a timeout of 1.70040224 s came back as 1.7004022400000003 s.
+        try ParserFuzzHarness.check(.controlRequest, Array(#"{"command":"current","timeout":1.70040224}"#.utf8))
 
         // A parser with a planted fault must be reported, for each property: one that loses the timeout of the
         // line it reads back, one that refuses that line, and one that refuses without a reason.

@@ -154,6 +154,8 @@ struct ServiceLayerTests {
             EventFrame(.locations(LocationFixtures.walk(count: 2), .held(.restored))),
             EventFrame(.locations(LocationFixtures.walk(count: 1), .held(.unacknowledged)), batchID: "a.1"),
             EventFrame(.error(LocationError(.noFix, "no fix \"quoted\"\nnewline"))),
+            // Found by the fuzzer: a code read from a line holds what the line held, and is written escaped.
+            EventFrame(.error(LocationError(LocationError.Code(rawValue: #"odd\"code\\"#), "m"))),
             EventFrame(.applicationStopped(.killedWhileSuspended)), EventFrame(.applicationStopped(.terminated)),
             EventFrame(.applicationStopped(.exitedOnLeavingForeground)),
             EventFrame(.applicationStopped(.didEnterBackgroundOverBudget(elapsed: .milliseconds(5_250), budget: .seconds(5)))),
