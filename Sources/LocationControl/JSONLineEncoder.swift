@@ -119,8 +119,8 @@ public enum JSONLineEncoder {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    /// The error a client that does not know `dropped` reads from a dropped-fixes line.
-    static func droppedError(_ count: Int) -> LocationError {
+    /// The error a client that does not know `dropped` reads from a dropped-fixes line (and a person, in text).
+    package static func droppedError(_ count: Int) -> LocationError {
         LocationError(.batchOverflow, "dropped the \(count) oldest held fixes: the batch was full")
     }
 

@@ -43,7 +43,7 @@ public enum LocationEventDecoder {
         // Most lines are fixes, written by JSONLineEncoder: read those directly.
         if let location = LocationLineDecoder.location(line) { return EventFrame(.locations([location], .live)) }
         if let batch = LocationLineDecoder.batch(line) {
-            return heldBatch(batch.locations, reason: batch.reason, id: batch.id, line: line)
+            return heldBatch(batch.locations, reason: batch.reason, id: batch.id)
         }
         let data = Data(line)
         let decoder = JSONDecoder()
@@ -77,7 +77,7 @@ public enum LocationEventDecoder {
             guard locations.count == count else {
                 throw LocationError(.invalidData, "bad batch event: count \(count) but \(locations.count) locations: \(preview(line))")
             }
-            return heldBatch(locations, reason: header.reason ?? "foreground", id: header.id, line: line)
+            return heldBatch(locations, reason: header.reason ?? "foreground", id: header.id)
         case "error":
             // A code this build does not know is kept as it is: codes are extensible.
             let code = header.code.map(LocationError.Code.init(rawValue:)) ?? .sourceFailed
@@ -118,7 +118,7 @@ public enum LocationEventDecoder {
 
     /// A held batch's event; one without fixes is not an event (a batch is never empty) and is skipped.
     private static func heldBatch(
-        _ locations: [Location], reason: String, id: String?, line: [UInt8]
+        _ locations: [Location], reason: String, id: String?
     ) -> EventFrame? {
         guard !locations.isEmpty else { return nil }
         // A reason this build does not know (a newer daemon's) still delivers the fixes, as sent again.
@@ -143,10 +143,13 @@ enum StoppedReason {
         }
     }
 
-    static func isKnown(_ code: String) -> Bool {
-        ["terminated", "exited-on-leaving-foreground", "killed-while-suspended", "background-budget", "background-task-expired"]
-            .contains(code)
-    }
+    /// Every code, as ``code(of:)`` writes them.
+    private static let codes: Set<String> = [
+        code(of: .terminated), code(of: .exitedOnLeavingForeground), code(of: .killedWhileSuspended),
+        code(of: .didEnterBackgroundOverBudget(elapsed: .zero, budget: .zero)), code(of: .backgroundTaskExpired(tasks: [])),
+    ]
+
+    static func isKnown(_ code: String) -> Bool { codes.contains(code) }
 
     static func reason(_ code: String?, elapsed: Double?, budget: Double?, tasks: [String]?) -> ApplicationTerminationReason? {
         switch code {

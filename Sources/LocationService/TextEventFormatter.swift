@@ -36,7 +36,7 @@ package enum TextEventFormatter {
         case .error(let error):
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
         case .droppedHeldLocations(let count):
-            return "!! \(LocationError.Code.batchOverflow.rawValue): dropped the \(count) oldest held fixes: the batch was full"
+            return line(.error(JSONLineEncoder.droppedError(count)))
         case .sourceStatus(.noFix):
             return "── waiting for a fix"
         case .sourceStatus(.hasFix):
