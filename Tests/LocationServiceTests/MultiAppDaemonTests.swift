@@ -702,8 +702,11 @@ final class LocationdAppProcess: Sendable {
             + (startSuspended ? ["--start-suspended"] : [])
         outputPath = directory.file("\(app)-\(UUID().uuidString).out")
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: outputPath)
+        // One open file for both streams: two would each write from their own offset, and a log line on
+        // standard error would overwrite the delegate's lines (the test then counted held fixes as lost).
+        let output = FileHandle(forWritingAtPath: outputPath)
+        process.standardOutput = output
+        process.standardError = output
         process.standardInput = pipe
         input = pipe.fileHandleForWriting
         try process.run()
