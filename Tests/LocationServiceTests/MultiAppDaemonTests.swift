@@ -704,9 +704,9 @@ final class LocationdAppProcess: Sendable {
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         // One open file for both streams: two would each write from their own offset, and a log line on
         // standard error would overwrite the delegate's lines (the test then counted held fixes as lost).
-        let output = FileHandle(forWritingAtPath: outputPath)
-        process.standardOutput = output
-        process.standardError = output
+        let outputFile = FileHandle(forWritingAtPath: outputPath)
+        process.standardOutput = outputFile
+        process.standardError = outputFile
         process.standardInput = pipe
         input = pipe.fileHandleForWriting
         try process.run()
