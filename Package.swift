@@ -71,6 +71,19 @@ let package = Package(
             name: "LocationGPSD",
             dependencies: ["LocationCore", "CGPS"]
         ),
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        // locationd's uplinks: each takes the fixes of its own consumer into a journaled outbox and sends them
+        // to a receiver (an MQTT broker through libmosquitto), leaving the outbox only when acknowledged.
+        .target(
+            name: "LocationUplink",
+            dependencies: [
+                "LocationCore", "LocationControl", "CMosquitto", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // What locationctl and locationd share (configuration, the app session, output, command-line
         // options); internal, not a product. What only one of them uses lives in its own target (the shared
         // receiver and the socket group in locationd; the daemon socket choice, status text, output checks
@@ -119,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "locationd",
             dependencies: [
-                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl",
+                "LocationCore", "LocationGPX", "LocationGPSD", "LocationService", "LocationControl", "LocationUplink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -129,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "LocationServiceTests",
             dependencies: [
-                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl",
+                "LocationService", "LocationCore", "LocationGPX", "LocationTesting", "LocationControl", "locationctl", "LocationUplink",
                 "locationd",
                 "GPSDTestSupport", "LocationDevSupport",
             ]

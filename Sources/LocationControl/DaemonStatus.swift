@@ -73,6 +73,8 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     /// How many messages the receiver's gpsd source has read since the daemon started (absent for a replay):
     /// it stands still while the receiver is off.
     public var receiverMessages: Int?
+    /// locationd's uplinks and how far each has got (`nil` from a daemon without uplinks).
+    public var uplinks: [UplinkStatus]?
 
     /// Creates a status report.
     public init(

@@ -1,12 +1,12 @@
 /// CRC-32 (IEEE 802.3, reflected, as in zlib), table-driven.
-enum CRC32 {
+package enum CRC32 {
     private static let table: [UInt32] = (0..<256).map { index in
         var crc = UInt32(index)
         for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
         return crc
     }
 
-    static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         table.withUnsafeBufferPointer { table in
             for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }

@@ -45,6 +45,9 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var controlGroup: String?
     /// Where held fixes are journaled. Key `journal`, default none.
     package var journalPath: String?
+    /// Where the fixes go beyond the device: one URL per uplink (`--uplink`), each with its own policy and
+    /// outbox. Default none.
+    package var uplinks: [String] = []
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
     package var distanceFilter: Double?
     /// Seconds between background acquisitions. Key `reduced.interval`, default 60.

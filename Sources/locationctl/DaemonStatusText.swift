@@ -28,6 +28,17 @@ extension DaemonStatus {
         return " (" + parts.joined(separator: "; ") + ")"
     }
 
+    /// One uplink: where it sends, whether it is connected, and how far its outbox has got.
+    static func uplinkLine(_ uplink: UplinkStatus) -> String {
+        var line = "\(uplink.name) \(uplink.connected ? "connected" : "not connected"): \(uplink.queued) queued"
+            + " (\(uplink.inFlight) in flight), \(uplink.acknowledged) acknowledged"
+        if uplink.droppedFull > 0 { line += ", \(uplink.droppedFull) dropped (outbox full)" }
+        if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
+        if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
+        if uplink.outbox == nil { line += "; outbox in memory only (no --journal)" }
+        return line
+    }
+
     /// Aligned `label: value` lines for people.
     package var text: String {
         let fix: String
@@ -56,7 +67,7 @@ extension DaemonStatus {
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
-        ] + (socket.map { [("socket", $0)] } ?? [])
+        ] + (socket.map { [("socket", $0)] } ?? []) + (uplinks ?? []).map { ("uplink", Self.uplinkLine($0)) }
         // The values come from the daemon: nothing in them may reach the terminal as a control character.
         return rows.map { label, value in
             (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)

@@ -5,6 +5,7 @@ import LocationCore
 import LocationGPSD
 import LocationGPX
 import LocationService
+import LocationUplink
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -48,6 +49,11 @@ struct LocationD: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Journal held fixes to this file so a crash loses none.", valueName: "PATH"))
     var journal: String?
+
+    @Option(help: ArgumentHelp(
+        "Send the fixes to a receiver (repeatable): mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE for OwnTracks on an MQTT broker, with ?interval=SEC, distance=M, accuracy=M, window=N, queue=N, password-file=PATH (mqtts:// with ca-file=PATH). Each has its own outbox beside --journal (see docs/UPLINKS.md).",
+        valueName: "URL"))
+    var uplink: [String] = []
 
     @Option(help: ArgumentHelp(
         "Lifecycle state at start. Default: with --journal, the state the daemon last had (saved in JOURNAL.state), else active; given explicitly, it overrides the saved state.",
@@ -95,6 +101,14 @@ struct LocationD: AsyncParsableCommand {
             if let socket { settings.socketPath = socket }
             if let journal { settings.journalPath = journal }
             if let controlGroup { settings.controlGroup = controlGroup }
+            if !uplink.isEmpty { settings.uplinks = uplink }
+            // Each URL checked before anything starts (--check-config too).
+            for (index, text) in settings.uplinks.enumerated() {
+                do throws(LocationError) {
+                    let endpoint = try UplinkEndpoint(parsing: text, place: "--uplink \(index + 1)")
+                    _ = try endpoint.readPassword()
+                } catch { throw CommandFailure.usage(error.message) }
+            }
             try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
             _ = try ControlGroup.id(settings.controlGroup)

@@ -3,6 +3,7 @@ import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationService
+import LocationUplink
 import Logging
 import ServiceLifecycle
 
@@ -22,6 +23,8 @@ final class LocationDaemon: Service, Sendable {
     /// The one receiver the apps share.
     let receiver: SharedReceiver
     private let apps: Locked<[AppKey: AppSession]>
+    /// Where fixes leave the device, each a consumer of the receiver with its own policy and outbox.
+    let uplinks: [UplinkConsumer]
     /// The app each connection opened (absent: `default`; ``AppKey/none`` after a failed open).
     private let connectionApps = Locked<[ControlConnection: AppKey]>([:])
     /// Which peers the daemon's user namespace can tell apart.
@@ -66,7 +69,47 @@ final class LocationDaemon: Service, Sendable {
             throw error.code == .journalIO ? .cannotCreate(error.message) : .usage(error.message)
         }
         apps = Locked([AppKey.shared: defaultApp])
+        uplinks = try Self.makeUplinks(settings: settings, receiver: receiver, logger: logger)
         restoreApps()
+    }
+
+    /// Opens each uplink's outbox (`uplinks/NAME.outbox` beside the journal, in a directory only locationd's
+    /// user may enter; in memory without a journal) and its consumer on the shared receiver.
+    private static func makeUplinks(
+        settings: ServiceConfiguration, receiver: SharedReceiver, logger: Logger
+    ) throws(CommandFailure) -> [UplinkConsumer] {
+        var consumers: [UplinkConsumer] = []
+        var names = Set<String>()
+        for (index, text) in settings.uplinks.enumerated() {
+            let endpoint: UplinkEndpoint
+            do throws(LocationError) {
+                endpoint = try UplinkEndpoint(parsing: text, place: "uplink \(index + 1)")
+            } catch { throw .usage(error.message) }
+            guard names.insert(endpoint.name).inserted else {
+                throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
+            }
+            var outbox: String?
+            if let journal = settings.journalPath {
+                let directory = FilePathText.parent(of: journal) + "/uplinks"
+                if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                    throw .cannotCreate("cannot create \(directory) for the uplinks' outboxes: \(String(cString: strerror(errno)))")
+                }
+                do throws(LocationError) { try AppDirectory.checkPrivate(directory) } catch { throw .cannotCreate(error.message) }
+                outbox = "\(directory)/\(endpoint.name).outbox"
+            } else {
+                logger.warning("uplink \(endpoint.name): without --journal its outbox is in memory only, and a crash loses what the broker has not acknowledged")
+            }
+            do throws(LocationError) {
+                let uplink = try MQTTUplink(endpoint: endpoint, outboxPath: outbox, logger: logger)
+                consumers.append(try UplinkConsumer(uplink: uplink, source: receiver.tap(), settings: settings))
+            } catch {
+                switch error.code {
+                case .journalIO, .journalCorrupt: throw .cannotCreate(error.message)
+                default: throw .usage(error.message)
+                }
+            }
+        }
+        return consumers
     }
 
     /// Sends an app's lines to its watchers.
@@ -428,6 +471,7 @@ final class LocationDaemon: Service, Sendable {
                 "apps": "\(apps.value.count)",
             ])
         manager.startUpdatingLocation()
+        for consumer in uplinks { consumer.start() }
         // Abandoned apps are looked at once a minute (or sooner, when they are kept for less).
         let sweep = Task { [weak self, keep = settings.keepAbandoned] in
             let period = Duration.seconds(min(60, max(1, keep / 2)))
@@ -443,6 +487,7 @@ final class LocationDaemon: Service, Sendable {
         for app in all { app.stopSavingState() }
         for app in all { app.manager.shutdown() }
         for app in all { await app.manager.waitForPendingDeliveries() }
+        for consumer in uplinks { await consumer.stop() }
         receiver.stop()
         control.stop()
         server.withLock { $0 = nil }
@@ -595,6 +640,8 @@ final class LocationDaemon: Service, Sendable {
         status.reducedAccuracy = reduced.desiredAccuracy
         status.backgroundLocation = manager.allowsBackgroundLocationUpdates
         status.updating = manager.isUpdatingLocation
+        // The uplinks are the daemon's: its own user and root see them (their URLs name hosts and users).
+        if !uplinks.isEmpty, viewer == 0 || viewer == geteuid() { status.uplinks = uplinks.map(\.uplink.status) }
         guard viewer == 0 else { return status }
         status.receiver = Self.describe(receiver.mode)
         status.apps = apps.value.count

@@ -1,0 +1,45 @@
+import Foundation
+
+/// One uplink of locationd as `status` shows it: where it sends, and how far its outbox has got.
+public struct UplinkStatus: Codable, Sendable, Hashable {
+    /// The uplink's name, made of its URL (`owntracks-USER-DEVICE@HOST-PORT`): its outbox files carry it.
+    public var name: String
+    /// The URL as configured (it never holds a password).
+    public var url: String
+    /// Whether the connection to the receiver is up now.
+    public var connected: Bool
+    /// Fixes in the outbox not yet acknowledged, in flight included.
+    public var queued: Int
+    /// Fixes sent and waiting for their acknowledgement.
+    public var inFlight: Int
+    /// Fixes the receiver acknowledged since locationd started.
+    public var acknowledged: Int
+    /// Fixes dropped because the outbox was full (its oldest), since locationd started.
+    public var droppedFull: Int
+    /// The last problem (a refused or lost connection, a failed publish), while it lasts.
+    public var lastError: String?
+    /// Since when the problem has lasted (RFC 3339).
+    public var lastErrorSince: String?
+    /// When the receiver last acknowledged a fix (RFC 3339).
+    public var lastAcknowledged: String?
+    /// The outbox journal; `nil` when it is kept in memory only (locationd without `--journal`).
+    public var outbox: String?
+
+    /// Creates a status.
+    public init(
+        name: String, url: String, connected: Bool, queued: Int, inFlight: Int, acknowledged: Int, droppedFull: Int,
+        lastError: String?, lastErrorSince: String?, lastAcknowledged: String?, outbox: String?
+    ) {
+        self.name = name
+        self.url = url
+        self.connected = connected
+        self.queued = queued
+        self.inFlight = inFlight
+        self.acknowledged = acknowledged
+        self.droppedFull = droppedFull
+        self.lastError = lastError
+        self.lastErrorSince = lastErrorSince
+        self.lastAcknowledged = lastAcknowledged
+        self.outbox = outbox
+    }
+}

@@ -1,0 +1,211 @@
+internal import CMosquitto
+import Foundation
+import LocationCore
+
+/// One connection to an MQTT broker through libmosquitto, run on a thread of its own: it connects, connects
+/// again with backoff, and calls back on that thread; libmosquitto sends again what was in flight when a
+/// connection was lost.
+///
+/// libmosquitto keeps messages in memory only; the uplink's outbox is what survives a crash. This type only
+/// sends and tells what the broker acknowledged.
+final class MQTTClient: @unchecked Sendable {
+    // @unchecked: `handle` is libmosquitto's, whose publish, subscribe and disconnect are safe to call from any
+    // thread while its own thread runs (it locks internally); `handlers` is set once in `init` and never
+    // changed; the one mutable flag is behind a lock.
+
+    /// How to reach the broker and who to be there.
+    struct Options: Sendable {
+        var host: String
+        var port: Int
+        var clientID: String
+        var username: String?
+        var password: String?
+        /// A CA file for `mqtts://`: the broker's certificate must chain to it.
+        var caFile: String?
+        var keepalive: Int32 = 60
+        /// A message the broker publishes if the connection is lost without a goodbye.
+        var will: (topic: String, payload: [UInt8], retain: Bool)?
+        /// How many QoS 1 messages may wait for their acknowledgement at once.
+        var maxInflight: Int
+    }
+
+    /// What the client tells, on libmosquitto's thread.
+    struct Handlers: Sendable {
+        /// A connection was answered: 0 is accepted, else the broker's reason (`connack` code).
+        var connected: @Sendable (_ code: Int32, _ reason: String) -> Void
+        /// The connection was lost (an unexpected code) or closed.
+        var disconnected: @Sendable (_ reason: String) -> Void
+        /// The broker acknowledged the message with this id (PUBACK).
+        var published: @Sendable (_ messageID: Int32) -> Void
+        /// A message arrived on a subscribed topic.
+        var message: @Sendable (_ topic: String, _ payload: [UInt8]) -> Void
+    }
+
+    private let handle: OpaquePointer
+    private let handlers: Handlers
+    private let running = Locked(false)
+    /// Whether the current connection was accepted (its backoff then starts again from the shortest delay).
+    private let connectedOnce = Locked(false)
+    /// Wakes the connection's thread from its wait before connecting again (to stop).
+    private let wake = DispatchSemaphore(value: 0)
+    /// Signalled when the connection's thread ends.
+    private let finished = DispatchSemaphore(value: 0)
+
+    private static let libraryReady: Void = { mosquitto_lib_init() }()
+
+    /// Creates the client (not connected yet).
+    init(options: Options, handlers: Handlers) throws(LocationError) {
+        Self.libraryReady
+        guard let handle = mosquitto_new(options.clientID, true, nil) else {
+            throw LocationError(.sourceUnavailable, "cannot create an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.handle = handle
+        self.handlers = handlers
+        self.options = options
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        do throws(LocationError) {
+            try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311)), "set the protocol")
+            try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "set TCP_NODELAY")
+            try check(mosquitto_max_inflight_messages_set(handle, UInt32(max(1, options.maxInflight))), "set the in-flight window")
+                if let username = options.username {
+                try check(mosquitto_username_pw_set(handle, username, options.password), "set the user name")
+            }
+            if let will = options.will {
+                try check(
+                    will.payload.withUnsafeBytes {
+                        mosquitto_will_set(handle, will.topic, Int32($0.count), $0.baseAddress, 1, will.retain)
+                    }, "set the will")
+            }
+            if let caFile = options.caFile {
+                try check(mosquitto_tls_set(handle, caFile, nil, nil, nil, nil), "use the CA file \(caFile)")
+            }
+        } catch {
+            mosquitto_destroy(handle)
+            throw error
+        }
+        mosquitto_connect_callback_set(handle) { _, context, code in
+            guard let client = MQTTClient.client(context) else { return }
+            if code == 0 { client.connectedOnce.withLock { $0 = true } }
+            client.handlers.connected(code, String(cString: mosquitto_connack_string(code)))
+        }
+        mosquitto_disconnect_callback_set(handle) { _, context, code in
+            guard let client = MQTTClient.client(context) else { return }
+            client.handlers.disconnected(code == 0 ? "the connection was closed" : "the connection was lost: \(String(cString: mosquitto_strerror(code)))")
+        }
+        mosquitto_publish_callback_set(handle) { _, context, messageID in
+            MQTTClient.client(context)?.handlers.published(messageID)
+        }
+        mosquitto_message_callback_set(handle) { _, context, message in
+            guard let client = MQTTClient.client(context), let message = message?.pointee else { return }
+            let topic = message.topic.map { String(cString: $0) } ?? ""
+            let payload = message.payload.map {
+                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+            } ?? []
+            client.handlers.message(topic, payload)
+        }
+    }
+
+    private let options: Options
+
+    private static func client(_ context: UnsafeMutableRawPointer?) -> MQTTClient? {
+        context.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    private func check(_ code: Int32, _ what: String) throws(LocationError) {
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            throw LocationError(.invalidConfiguration, "cannot \(what) for the MQTT client: \(Self.describe(code))")
+        }
+    }
+
+    /// libmosquitto's words for an error code (the system's for `MOSQ_ERR_ERRNO`).
+    static func describe(_ code: Int32) -> String {
+        code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+    }
+
+    /// Starts the connection's thread: it connects, and while the broker is not there (at the start too) or
+    /// the connection is lost, it tries again after a delay that doubles up to 30 s.
+    func start() {
+        let started = running.withLock { running -> Bool in
+            defer { running = true }
+            return !running
+        }
+        guard started else { return }
+        let thread = Thread { [self] in runConnection() }
+        thread.name = "mqtt \(options.host):\(options.port)"
+        thread.start()
+    }
+
+    /// The connection's thread. libmosquitto's own thread (`mosquitto_loop_start`) does not try again when
+    /// the first connection fails, so this one does what it does otherwise: run the network loop, and connect
+    /// again after a delay when the connection is lost.
+    private func runConnection() {
+        var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
+        var first = true
+        while running.withLock({ $0 }) {
+            let code = first
+                ? mosquitto_connect_async(handle, options.host, Int32(options.port), options.keepalive)
+                : mosquitto_reconnect_async(handle)
+            if code == MOSQ_ERR_SUCCESS.rawValue {
+                first = false
+                // Until the connection ends: a lost connection returns here (its callback told why).
+                var loop = MOSQ_ERR_SUCCESS.rawValue
+                while loop == MOSQ_ERR_SUCCESS.rawValue, running.withLock({ $0 }) {
+                    loop = mosquitto_loop(handle, 1000, 1)
+                }
+                if connectedOnce.withLock({ $0 }) { backoff.reset() }
+                connectedOnce.withLock { $0 = false }
+            } else {
+                // A host name that does not resolve, a refused connection: said once per problem by the uplink.
+                handlers.disconnected("cannot connect to \(options.host):\(options.port): \(Self.describe(code))")
+                if code != MOSQ_ERR_ERRNO.rawValue, code != MOSQ_ERR_EAI.rawValue, code != MOSQ_ERR_NO_CONN.rawValue {
+                    first = true
+                }
+            }
+            guard running.withLock({ $0 }) else { break }
+            _ = wake.wait(timeout: .now() + backoff.nextDelay().seconds)
+        }
+        finished.signal()
+    }
+
+    /// Queues a message; returns its id (the acknowledgement names it) or libmosquitto's reason.
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) -> Result<Int32, LocationError> {
+        var messageID: Int32 = 0
+        let code = payload.withUnsafeBytes {
+            mosquitto_publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
+        }
+        // At QoS 1 a message is queued, with its id, also while the connection is down; libmosquitto then
+        // answers NO_CONN and sends it once connected. Publishing it again would send it twice.
+        if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success(messageID) }
+        // At QoS 1 a message is queued, with its id, also while the connection is down; libmosquitto then
+        // answers NO_CONN and sends it once connected. Publishing it again would send it twice.
+        if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success(messageID) }
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            return .failure(LocationError(.sourceUnavailable, "cannot publish on \(topic): \(Self.describe(code))"))
+        }
+        return .success(messageID)
+    }
+
+    /// Subscribes to `topic` (call again after each connect: the session is clean).
+    func subscribe(_ topic: String, qos: Int32) {
+        _ = mosquitto_subscribe(handle, nil, topic, qos)
+    }
+
+    /// Disconnects (a clean goodbye: the broker then does not publish the will) and ends the thread; in-flight
+    /// messages stay in the caller's outbox.
+    func stop() {
+        let wasRunning = running.withLock { running -> Bool in
+            defer { running = false }
+            return running
+        }
+        guard wasRunning else { return }
+        mosquitto_disconnect(handle)
+        wake.signal()
+        // The network loop wakes at least once a second.
+        _ = finished.wait(timeout: .now() + 5)
+    }
+
+    deinit {
+        stop()
+        mosquitto_destroy(handle)
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Logging
+
+/// An uplink to an MQTT broker: the fixes its consumer takes go into its outbox, and from there, oldest first
+/// and at most ``UplinkEndpoint/window`` at a time, to the broker at QoS 1, retained (OwnTracks locations);
+/// each leaves the outbox on its PUBACK. Live fixes wait behind a backlog and are never sent before it.
+///
+/// libmosquitto reconnects (with backoff) and sends again what was in flight when a connection was lost;
+/// a restart of locationd sends again what the outbox's cursor does not record as acknowledged.
+package final class MQTTUplink: Sendable {
+    package let endpoint: UplinkEndpoint
+    private let outbox: UplinkOutbox
+    private let client: MQTTClient
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+
+    private struct Link {
+        /// Message ids in flight and the outbox sequence each carries.
+        var inFlight: [Int32: UInt64] = [:]
+        /// Acknowledgements that came before `publish` returned their id.
+        var early: Set<Int32> = []
+        var connected = false
+        /// The connection was lost with messages in flight: libmosquitto sends them again once connected, and
+        /// nothing newer goes before they are acknowledged (it would overtake them).
+        var resending = false
+        var lastError: String?
+        var lastErrorSince: Date?
+        var lastAcknowledged: Date?
+        var lastFix: Date?
+        /// Errors writing the outbox, since the last write that worked.
+        var writeError: String?
+    }
+
+    private let link = Locked(Link())
+    /// Serializes pumping: one thread hands messages to libmosquitto at a time, in order.
+    private let pumping = Locked(())
+
+    /// Opens the outbox (`outboxPath`, or memory only) and prepares the connection; ``start()`` connects.
+    package init(
+        endpoint: UplinkEndpoint, outboxPath: String?, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(LocationError) {
+        self.endpoint = endpoint
+        self.logger = logger
+        self.now = now
+        let password = try endpoint.readPassword()
+        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
+        if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
+        let pending = outbox.counts.queued
+        if pending > 0 { logger.info("uplink \(endpoint.name): \(pending) fixes from an earlier run wait for the broker") }
+        let link = self.link
+        let uplink = Locked<MQTTUplink?>(nil)
+        let options = MQTTClient.Options(
+            host: endpoint.host, port: endpoint.port, clientID: "locationd-\(endpoint.user)-\(endpoint.device)",
+            username: endpoint.username, password: password, caFile: endpoint.caFile,
+            will: (endpoint.topic, OwnTracksMessage.lastWill(connectedAt: now()), true), maxInflight: endpoint.window)
+        let name = endpoint.name
+        let handlers = MQTTClient.Handlers(
+            connected: { code, reason in
+                if code == 0 {
+                    let wasDown = link.withLock { link -> String? in
+                        defer {
+                            link.connected = true
+                            link.lastError = nil
+                            link.lastErrorSince = nil
+                        }
+                        return link.lastError
+                    }
+                    logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(wasDown.map { " (after: \($0))" } ?? "")")
+                    uplink.withLock { $0 }?.pump()
+                } else {
+                    uplink.withLock { $0 }?.note(error: "the broker refused the connection: \(reason)")
+                }
+            },
+            disconnected: { reason in
+                link.withLock { link in
+                    link.connected = false
+                    if !link.inFlight.isEmpty { link.resending = true }
+                }
+                uplink.withLock { $0 }?.note(error: reason)
+            },
+            published: { messageID in uplink.withLock { $0 }?.acknowledged(messageID) },
+            message: { _, _ in })
+        client = try MQTTClient(options: options, handlers: handlers)
+        uplink.withLock { $0 = self }
+    }
+
+    /// Connects (in the background: a broker that is not there yet is tried again) and sends what waits.
+    package func start() {
+        client.start()
+        pump()
+    }
+
+    /// Takes a fix the uplink's consumer delivered: journaled first, then sent behind what waits.
+    package func take(_ location: Location) {
+        if let accuracy = endpoint.accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
+        do throws(LocationError) {
+            try outbox.add(location)
+            let recovered = link.withLock { link -> String? in
+                defer { link.writeError = nil }
+                return link.writeError
+            }
+            if recovered != nil { logger.notice("uplink \(endpoint.name): the outbox is written again") }
+        } catch {
+            let first = link.withLock { link -> Bool in
+                defer { link.writeError = error.message }
+                return link.writeError == nil
+            }
+            if first {
+                logger.error("uplink \(endpoint.name): \(error.message); fixes are kept in memory and written once the outbox can be")
+            }
+        }
+        link.withLock { $0.lastFix = location.timestamp }
+        pump()
+    }
+
+    /// Hands the next fixes within the window to libmosquitto.
+    private func pump() {
+        // Not while the connection is down: messages queued in libmosquitto before a connection exists are
+        // sent out of order once it does. What is in flight when a connection is lost, libmosquitto sends
+        // again on the next one, after the connection's callback: everything newer waits here until those
+        // are acknowledged, or it would go first.
+        guard link.withLock({ $0.connected && !$0.resending }) else { return }
+        pumping.withLock { _ in
+            let entries = outbox.takeUnsent(window: endpoint.window)
+            for entry in entries {
+                let payload = OwnTracksMessage.location(entry.location, trackerID: endpoint.trackerID, createdAt: now())
+                switch client.publish(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
+                case .success(let messageID):
+                    let acknowledgedAlready = link.withLock { link -> Bool in
+                        if link.early.remove(messageID) != nil { return true }
+                        link.inFlight[messageID] = entry.sequence
+                        return false
+                    }
+                    if acknowledgedAlready { outbox.acknowledge([entry.sequence]) }
+                case .failure(let error):
+                    // Sent again by the next pump (the next fix, acknowledgement or connection).
+                    outbox.unsend(from: entry.sequence)
+                    note(error: error.message)
+                    return
+                }
+            }
+        }
+    }
+
+    private func acknowledged(_ messageID: Int32) {
+        let sequence = link.withLock { link -> UInt64? in
+            link.lastAcknowledged = now()
+            guard let sequence = link.inFlight.removeValue(forKey: messageID) else {
+                link.early.insert(messageID)
+                return nil
+            }
+            if link.inFlight.isEmpty { link.resending = false }
+            return sequence
+        }
+        guard let sequence else { return }
+        outbox.acknowledge([sequence])
+        pump()
+    }
+
+    private func note(error: String) {
+        let first = link.withLock { link -> Bool in
+            defer {
+                if link.lastError == nil { link.lastErrorSince = now() }
+                link.lastError = error
+            }
+            return link.lastError != error
+        }
+        if first { logger.warning("uplink \(endpoint.name): \(error)") }
+    }
+
+    /// What `status` shows of the uplink.
+    package var status: UplinkStatus {
+        let counts = outbox.counts
+        return link.withLock { link in
+            UplinkStatus(
+                name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
+                inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
+                lastError: link.lastError, lastErrorSince: link.lastErrorSince.map(RFC3339.string(from:)),
+                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path)
+        }
+    }
+
+    /// Disconnects and closes the outbox; what was not acknowledged stays in it for the next start.
+    package func stop() {
+        client.stop()
+        outbox.close()
+    }
+}

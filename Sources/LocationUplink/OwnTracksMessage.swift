@@ -1,0 +1,62 @@
+import Foundation
+import LocationCore
+
+/// OwnTracks JSON, as its apps write it and its Recorder, Home Assistant's OwnTracks integration and Traccar
+/// read it (the OwnTracks booklet, "JSON").
+enum OwnTracksMessage {
+    /// The accuracy sent when the receiver reported neither an accuracy nor an HDOP, metres: `acc` must be
+    /// there and at least 1 (Home Assistant drops a location without it).
+    static let unknownAccuracy = 50
+    /// Metres of position error per unit of HDOP, to estimate `acc` when the receiver gave only an HDOP.
+    static let metresPerHDOP = 5.0
+
+    /// A location message: `_type`, `lat`, `lon`, `tst` (the fix time, whole seconds), `acc` (whole metres,
+    /// at least 1), and `alt`, `vac`, `vel` (km/h), `cog` where the fix has them, then `tid` and `created_at`.
+    static func location(_ fix: Location, trackerID: String, createdAt: Date) -> [UInt8] {
+        var text = #"{"_type":"location","lat":"#
+        text += number(fix.latitude)
+        text += #","lon":"#
+        text += number(fix.longitude)
+        text += #","tst":"#
+        text += String(seconds(fix.timestamp))
+        text += #","acc":"#
+        text += String(accuracy(of: fix))
+        if let altitude = fix.altitude, let value = whole(altitude) { text += #","alt":\#(value)"# }
+        if let vertical = fix.verticalAccuracy, let value = whole(vertical) { text += #","vac":\#(max(0, value))"# }
+        if let speed = fix.speed, let value = whole(speed * 3.6) { text += #","vel":\#(max(0, value))"# }
+        if let course = fix.course, let value = whole(course) { text += #","cog":\#(value % 360)"# }
+        text += #","tid":"\#(trackerID)","created_at":\#(seconds(createdAt))}"#
+        return Array(text.utf8)
+    }
+
+    /// The will the broker publishes when the connection is lost: `{"_type":"lwt","tst":…}`.
+    static func lastWill(connectedAt: Date) -> [UInt8] {
+        Array(#"{"_type":"lwt","tst":\#(seconds(connectedAt))}"#.utf8)
+    }
+
+    /// `acc`: the horizontal accuracy, else an estimate from HDOP, else ``unknownAccuracy``; whole metres
+    /// rounded up, at least 1.
+    static func accuracy(of fix: Location) -> Int {
+        let metres = fix.horizontalAccuracy ?? fix.hdop.map { $0 * metresPerHDOP }
+        guard let metres, metres.isFinite, metres >= 0 else { return unknownAccuracy }
+        return max(1, Int(min(metres.rounded(.up), 1e9)))
+    }
+
+    private static func seconds(_ date: Date) -> Int64 {
+        let value = date.timeIntervalSince1970.rounded(.down)
+        return value.isFinite ? Int64(max(-1e15, min(1e15, value))) : 0
+    }
+
+    private static func whole(_ value: Double) -> Int? {
+        guard value.isFinite, abs(value) < 1e9 else { return nil }
+        return Int(value.rounded())
+    }
+
+    /// A coordinate with up to 7 decimals (about a centimetre), never an exponent.
+    private static func number(_ value: Double) -> String {
+        var text = String(format: "%.7f", value)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text == "-0" ? "0" : text
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import LocationCore
+
+/// Where an uplink sends the fixes and how, read from its URL (`--uplink`, the YAML `uplinks:` list):
+///
+/// `mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE?format=owntracks` (or `mqtts://`, with `ca-file=`) publishes
+/// OwnTracks JSON on `owntracks/OTUSER/OTDEVICE`. Query keys: `interval` (seconds between fixes, 0 for every
+/// fix), `distance` and `accuracy` (metres), `window` (messages in flight), `queue` (the most fixes the outbox
+/// keeps), `password-file` (the broker password, first line of the file), `ca-file`, `tid`.
+///
+/// Every part is checked here, once: a bad URL is one line naming the part, and nothing starts.
+package struct UplinkEndpoint: Sendable, Hashable {
+    /// The receiver's format.
+    package enum Format: String, Sendable, Hashable, CaseIterable {
+        case owntracks
+    }
+
+    package var format: Format
+    package var host: String
+    package var port: Int
+    /// Whether the connection uses TLS (`mqtts://`).
+    package var usesTLS: Bool
+    package var username: String?
+    package var passwordFile: String?
+    package var caFile: String?
+    /// The OwnTracks user and device: the topic is `owntracks/USER/DEVICE`.
+    package var user: String
+    package var device: String
+    /// The two-character tracker id OwnTracks shows (default: the device's last two characters).
+    package var trackerID: String
+    /// Seconds between fixes sent; 0 sends every fix the receiver delivers.
+    package var interval: Double = 0
+    /// Metres the position must move before another fix is sent; `nil` for no distance filter.
+    package var distance: Double?
+    /// Fixes reported worse than this many metres are not sent; `nil` for any accuracy.
+    package var accuracy: Double?
+    /// The most messages sent and not yet acknowledged: a crash repeats at most this many.
+    package var window = 10
+    /// The most fixes the outbox keeps; past it the oldest are dropped, and counted.
+    package var queue = 100_000
+
+    /// The URL as given, with nothing secret in it (it never holds a password): for logs and status.
+    package let text: String
+
+    /// The MQTT topic the locations go to.
+    package var topic: String { "owntracks/\(user)/\(device)" }
+
+    /// A name for files and status, made of the URL's parts: `owntracks-USER-DEVICE@HOST-PORT`.
+    package var name: String {
+        let raw = "\(format.rawValue)-\(user)-\(device)@\(host)-\(port)"
+        return String(raw.map { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.@".contains($0)) ? $0 : "_" })
+    }
+
+    static let intervalRange = ValueRange(0...604_800, unit: "s")
+    static let windowRange = ValueRange(1...1000, unit: "messages")
+    static let queueRange = ValueRange(1...10_000_000, unit: "fixes")
+    /// The longest topic part taken: a topic is at most 65,535 bytes, and a receiver's file names are made of them.
+    static let longestPart = 128
+
+    private static let keys = ["format", "interval", "distance", "accuracy", "window", "queue", "password-file", "ca-file", "tid"]
+
+    /// Parses and checks `text`.
+    ///
+    /// - Parameter place: Where the URL came from (`--uplink`, `FILE: uplinks[2]`), for the message.
+    /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the place and the part that is wrong.
+    package init(parsing text: String, place: String = "--uplink") throws(LocationError) {
+        func refuse(_ reason: String) -> LocationError {
+            LocationError(.invalidConfiguration, "\(place): \(reason) (in '\(ValueRange.printable(Self.redacted(text), limit: 200))')")
+        }
+        if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw refuse("the URL holds a control character")
+        }
+        guard let schemeEnd = text.range(of: "://") else {
+            throw refuse("not a URL; write mqtt://HOST/USER/DEVICE?format=owntracks")
+        }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        switch scheme {
+        case "mqtt": usesTLS = false
+        case "mqtts": usesTLS = true
+        default: throw refuse("the scheme '\(ValueRange.printable(scheme))' is not one an uplink speaks; use mqtt:// or mqtts://")
+        }
+        guard let components = URLComponents(string: text) else { throw refuse("not a valid URL") }
+        if components.password != nil {
+            throw refuse("a password in the URL would show in ps and logs; put it in a file and give password-file=PATH")
+        }
+        if let user = components.user {
+            guard !user.isEmpty else { throw refuse("the user name before @ is empty") }
+            username = user
+        }
+        guard let host = components.host, !host.isEmpty else { throw refuse("the host is missing") }
+        guard host.count <= 253 else { throw refuse("the host is longer than 253 characters") }
+        self.host = host
+        port = components.port ?? (usesTLS ? 8883 : 1883)
+        guard (1...65_535).contains(port) else { throw refuse("the port \(port) is outside 1…65535") }
+        if components.fragment != nil { throw refuse("a URL fragment (#…) means nothing to an uplink") }
+
+        let parts = components.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard parts.count == 2, let user = parts.first, let device = parts.last, !user.isEmpty, !device.isEmpty else {
+            throw refuse("the path must be /USER/DEVICE (the OwnTracks topic owntracks/USER/DEVICE)")
+        }
+        for (name, part) in [("user", user), ("device", device)] {
+            if part.contains(where: { "+#\u{0}".contains($0) }) {
+                throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
+            }
+            if part.utf8.count > Self.longestPart {
+                throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
+            }
+        }
+        self.user = String(user)
+        self.device = String(device)
+        trackerID = String(device.suffix(2))
+        format = .owntracks
+        self.text = text
+
+        var seen = Set<String>()
+        for item in components.queryItems ?? [] {
+            let name = item.name
+            guard Self.keys.contains(name) else {
+                throw refuse("unknown key '\(ValueRange.printable(name))'; the keys are \(Self.keys.joined(separator: ", "))")
+            }
+            guard seen.insert(name).inserted else { throw refuse("the key \(name) is given twice") }
+            guard let value = item.value, !value.isEmpty else { throw refuse("the key \(name) has no value") }
+            let where_ = "\(place) \(name)"
+            switch name {
+            case "format":
+                guard let format = Format(rawValue: value) else {
+                    throw refuse("the format '\(ValueRange.printable(value))' is not known; use \(Format.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                self.format = format
+            case "interval": interval = try Self.intervalRange.value(parsing: value, for: where_)
+            case "distance": distance = try ValueRange.distance.value(parsing: value, for: where_)
+            case "accuracy": accuracy = try ValueRange.distance.value(parsing: value, for: where_)
+            case "window": window = Int(try Self.whole(value, Self.windowRange, where_))
+            case "queue": queue = Int(try Self.whole(value, Self.queueRange, where_))
+            case "password-file": passwordFile = value
+            case "ca-file": caFile = value
+            case "tid":
+                guard value.count == 2, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                    throw refuse("tid must be two letters or digits")
+                }
+                trackerID = value
+            default: break
+            }
+        }
+        if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts://; mqtt:// does not use TLS") }
+        if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: mqtt://USER@HOST/…") }
+    }
+
+    /// The URL with any password in it replaced by `***`, for messages.
+    static func redacted(_ text: String) -> String {
+        guard let schemeEnd = text.range(of: "://") else { return text }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    private static func whole(_ text: String, _ range: ValueRange, _ place: String) throws(LocationError) -> Double {
+        let value = try range.value(parsing: text, for: place)
+        guard value == value.rounded() else {
+            throw LocationError(.invalidConfiguration, "\(place): \(ValueRange.printable(text)) is not a whole number; use \(range)")
+        }
+        return value
+    }
+
+    /// Reads the password: the first line of `passwordFile`, a regular file no other user may read.
+    ///
+    /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the file and what is wrong with it (never its contents).
+    package func readPassword() throws(LocationError) -> String? {
+        guard let path = passwordFile else { return nil }
+        func refuse(_ reason: String) -> LocationError {
+            LocationError(.invalidConfiguration, "the password file \(path) of uplink \(name) \(reason)")
+        }
+        // O_NONBLOCK: a FIFO is refused below rather than waited on for ever.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { throw refuse("cannot be opened: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw refuse("cannot be inspected: \(String(cString: strerror(errno)))") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw refuse("is not a regular file") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw refuse("may be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 \(path)")
+        }
+        guard info.st_size <= 4096 else { throw refuse("is larger than 4096 bytes; it should hold one line") }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        switch SystemIO.read(fd, into: &bytes, upTo: 4096) {
+        case .success(let count): bytes.removeSubrange(count...)
+        case .failure(let failure): throw refuse("cannot be read: \(failure)")
+        }
+        let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        let trimmed = line.last == 0x0D ? line.dropLast() : line[...]
+        guard let password = String(validating: Array(trimmed), as: UTF8.self), !password.isEmpty else {
+            throw refuse("has no password on its first line (or it is not UTF-8)")
+        }
+        return password
+    }
+}

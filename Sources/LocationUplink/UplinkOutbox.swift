@@ -1,0 +1,233 @@
+import Foundation
+import LocationCore
+
+/// The fixes an uplink has taken and its receiver has not acknowledged: the outbox rule's journal.
+///
+/// A fix is appended to the journal before it is sent, and leaves only when the receiver acknowledged it
+/// (a PUBACK), oldest first. The journal is append-only; which of its first records are acknowledged is kept
+/// in a small record beside it (``OutboxCursor``, `PATH.cursor`), written after each acknowledgement, so a
+/// restart sends again at most what was in flight. Once the acknowledged records are many, the journal is
+/// rewritten with the rest (atomically, the cursor naming both files while it is renamed).
+///
+/// Bounded: past ``capacity`` fixes the oldest are dropped and counted. In memory only without a path.
+final class UplinkOutbox: Sendable {
+    /// A fix with its place in this run's sequence: acknowledgements name it.
+    struct Entry: Sendable {
+        let sequence: UInt64
+        let location: Location
+    }
+
+    /// What the outbox holds and has done, for status.
+    struct Counts: Sendable, Hashable {
+        var queued = 0
+        var inFlight = 0
+        var acknowledged = 0
+        var droppedFull = 0
+    }
+
+    private struct State {
+        /// Unacknowledged fixes, oldest first; `fixes[head]` has the sequence `base`.
+        var fixes: [Location] = []
+        var head = 0
+        var base: UInt64 = 0
+        /// The next sequence to send (from `base` up to it, fixes are in flight or acknowledged out of order).
+        var next: UInt64 = 0
+        /// Acknowledged out of order, beyond `base`.
+        var acknowledgedAhead: Set<UInt64> = []
+        /// How many of the journal's first records are acknowledged (or dropped).
+        var fileDone = 0
+        /// An append failed: the file lacks fixes held here, so it is rewritten whole before anything else.
+        var writeFailed = false
+        var counts = Counts()
+    }
+
+    private let state = Locked(State())
+    private let journal: LocationJournal?
+    private let cursor: OutboxCursor?
+    /// The most fixes kept.
+    let capacity: Int
+    /// The journal's path, if it has one.
+    var path: String? { journal?.path }
+    /// What was wrong with the files when they were opened (their valid records are kept), if anything.
+    let problem: LocationError?
+
+    /// Rewrites the journal once this many records at its start are acknowledged (and at least as many as
+    /// wait): each rewrite copies what waits, so rewriting less often costs little disk and no time.
+    static let compactionThreshold = 1024
+
+    /// Opens (or creates) the outbox at `path`, loading what a previous run left unacknowledged.
+    init(path: String?, capacity: Int) throws(LocationError) {
+        self.capacity = max(1, capacity)
+        guard let path else {
+            journal = nil
+            cursor = nil
+            problem = nil
+            return
+        }
+        let opened = try LocationJournal.open(path: path)
+        journal = opened.journal
+        let cursor = OutboxCursor(path: path + ".cursor")
+        self.cursor = cursor
+        var problems = opened.contents.problem.map { [$0.message] } ?? []
+        let loaded = opened.contents.locations
+        var done = 0
+        switch cursor.acknowledged(journalPath: path) {
+        case .count(let count): done = min(count, loaded.count)
+        case .unknown(let reason):
+            if let reason { problems.append("\(reason); every fix in \(path) is sent again") }
+        }
+        var fixes = Array(loaded.dropFirst(done))
+        let dropped = max(0, fixes.count - self.capacity)
+        if dropped > 0 { fixes.removeFirst(dropped) }
+        problem = problems.isEmpty ? nil : LocationError(.journalCorrupt, problems.joined(separator: "; "))
+        state.withLock { state in
+            state.fixes = fixes
+            state.fileDone = done + dropped
+            state.counts.droppedFull = dropped
+        }
+        // The record names this file from now on, whatever it named before.
+        cursor.write(journalPath: path, acknowledged: done + dropped, staged: nil)
+        opened.journal.onWillReplace { staged in
+            // Before the rename: the record accepts the new file (with nothing acknowledged in it) too.
+            cursor.write(journalPath: path, acknowledged: nil, staged: staged)
+        }
+    }
+
+    /// Adds a fix behind everything waiting; journaled before it returns. When the journal cannot be written
+    /// (a full disk) the fix is kept in memory and the error thrown; the next write that works rewrites the
+    /// journal whole.
+    func add(_ location: Location) throws(LocationError) {
+        let result: Result<Void, LocationError> = state.withLock { state in
+            state.fixes.append(location)
+            var dropped = max(0, state.fixes.count - state.head - capacity)
+            if dropped > 0 {
+                // The oldest go, in flight or not: an acknowledgement that comes for one later changes nothing.
+                state.head += dropped
+                state.base += UInt64(dropped)
+                state.next = max(state.next, state.base)
+                state.acknowledgedAhead = state.acknowledgedAhead.filter { $0 >= state.base }
+                state.fileDone += dropped
+                state.counts.droppedFull += dropped
+                dropped = 0
+            }
+            guard let journal else { return .success(()) }
+            do throws(LocationError) {
+                if state.writeFailed {
+                    try rewrite(&state)
+                } else {
+                    try journal.append(location)
+                }
+            } catch {
+                state.writeFailed = true
+                return .failure(error)
+            }
+            compactIfDue(&state)
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// Up to `window` fixes past what is in flight (counted from the oldest unacknowledged), oldest first,
+    /// noted as sent.
+    func takeUnsent(window: Int) -> [Entry] {
+        state.withLock { state in
+            let limit = state.base + UInt64(max(1, window))
+            let available = state.base + UInt64(state.fixes.count - state.head)
+            var entries: [Entry] = []
+            while state.next < min(limit, available) {
+                let index = state.head + Int(state.next - state.base)
+                if !state.acknowledgedAhead.contains(state.next) {
+                    entries.append(Entry(sequence: state.next, location: state.fixes[index]))
+                }
+                state.next += 1
+            }
+            return entries
+        }
+    }
+
+    /// Takes back fixes from `sequence` on that could not be handed to the connection: they are sent again.
+    func unsend(from sequence: UInt64) {
+        state.withLock { state in
+            if sequence >= state.base, sequence < state.next { state.next = sequence }
+        }
+    }
+
+    /// Sends everything not acknowledged again, from the oldest (a new connection that lost what was in flight).
+    func unsendAll() {
+        state.withLock { state in state.next = state.base }
+    }
+
+    /// Notes the acknowledgement of `sequences`; the acknowledged prefix leaves the outbox.
+    func acknowledge(_ sequences: [UInt64]) {
+        state.withLock { state in
+            var advanced = 0
+            for sequence in sequences where sequence >= state.base && sequence < state.next {
+                state.acknowledgedAhead.insert(sequence)
+            }
+            while state.acknowledgedAhead.remove(state.base) != nil {
+                state.base += 1
+                state.head += 1
+                advanced += 1
+            }
+            guard advanced > 0 else { return }
+            state.counts.acknowledged += advanced
+            state.fileDone += advanced
+            // Memory: drop the acknowledged prefix now and then rather than shifting the array each time.
+            if state.head > 4096, state.head * 2 > state.fixes.count {
+                state.fixes.removeFirst(state.head)
+                state.head = 0
+            }
+            guard let path = journal?.path, !state.writeFailed else { return }
+            if !compactIfDue(&state) {
+                cursor?.write(journalPath: path, acknowledged: state.fileDone, staged: nil)
+            }
+        }
+    }
+
+    /// Counts for status.
+    var counts: Counts {
+        state.withLock { state in
+            var counts = state.counts
+            counts.queued = state.fixes.count - state.head
+            counts.inFlight = Int(state.next - state.base) - state.acknowledgedAhead.count
+            return counts
+        }
+    }
+
+    /// Syncs and closes the journal (at shutdown).
+    func close() {
+        journal?.sync()
+        journal?.close()
+    }
+
+    /// Rewrites the journal with what waits, when enough of it is acknowledged; whether it did.
+    @discardableResult
+    private func compactIfDue(_ state: inout State) -> Bool {
+        guard journal != nil, !state.writeFailed, state.fileDone >= Self.compactionThreshold,
+            state.fileDone >= state.fixes.count - state.head
+        else { return false }
+        do throws(LocationError) { try rewrite(&state) } catch {
+            state.writeFailed = true
+            return false
+        }
+        return true
+    }
+
+    /// Replaces the journal with exactly the unacknowledged fixes, and the cursor with "none acknowledged".
+    private func rewrite(_ state: inout State) throws(LocationError) {
+        guard let journal else { return }
+        let waiting = Array(state.fixes[state.head...])
+        if waiting.isEmpty {
+            // Truncated in place, the same file: the cursor must say nothing is acknowledged before anything
+            // is appended again (nothing is: this runs under the outbox's lock).
+            try journal.clear()
+        } else {
+            try journal.replaceContents(with: waiting)
+        }
+        state.fixes = waiting
+        state.head = 0
+        state.fileDone = 0
+        state.writeFailed = false
+        cursor?.write(journalPath: journal.path, acknowledged: 0, staged: nil)
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import LocationControl
+import LocationCore
+import LocationGPX
+import LocationTesting
+import Testing
+
+/// locationd's MQTT uplink against a real mosquitto broker: the outbox rule across the broker's absence and
+/// restarts and locationd's kill -9.
+@Suite("uplinks deliver every fix to a real mosquitto broker", .serialized)
+struct UplinkBrokerTests {
+    static let epoch = Int(LocationFixtures.epoch.timeIntervalSince1970)
+
+    /// A state folder for `--journal` (owner-only, as locationd wants it).
+    static func stateFolder(_ directory: TemporaryDirectory) throws -> String {
+        let path = directory.file("state")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return path
+    }
+
+    /// A GPX track of `count` walk fixes from the walk's `from`th second.
+    static func track(_ directory: TemporaryDirectory, _ name: String, count: Int, from: Int) throws -> String {
+        let path = directory.file(name)
+        let writer = try GPXWriter(path: path)
+        try writer.write(contentsOf: LocationFixtures.walk(count: count, from: from))
+        try writer.finish()
+        return path
+    }
+
+    /// Where the first arrival of a fix time comes before the first arrival of an earlier one (the arrivals
+    /// around it, as seconds of the walk); `nil` when they are in order.
+    static func firstOutOfOrder(_ times: [Int]) -> [Int]? {
+        var seen = Set<Int>()
+        let firsts = times.filter { seen.insert($0).inserted }
+        guard let index = firsts.indices.dropLast().first(where: { firsts[$0] >= firsts[$0 + 1] }) else { return nil }
+        return firsts[max(0, index - 5)..<min(firsts.count, index + 6)].map { $0 - epoch }
+    }
+
+    static func uplink(_ daemon: RunningDaemon) throws -> UplinkStatus? {
+        try daemon.status().uplinks?.first
+    }
+
+    @Test(
+        "every fix of a replay reaches the broker in order, though the broker is down at the start and restarted twice mid-stream",
+        .timeLimit(.minutes(3)))
+    func brokerDownAtStartAndRestartedTwice() throws {
+        let directory = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory.file("broker"))
+        try broker.start()
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "owntracks/#")
+        broker.stop()
+        let count = 300
+        let state = try Self.stateFolder(directory)
+        let daemon = try RunningDaemon(
+            directory: directory, source: ["--replay", try Self.track(directory, "walk.gpx", count: count, from: 0), "--speed", "20"],
+            extra: ["--journal", state + "/journal", "--uplink", "mqtt://127.0.0.1:\(broker.port)/alice/pi?window=10"])
+
+        // Nothing can be sent: the fixes wait in the outbox, and status says why.
+        #expect(try eventually { try (Self.uplink(daemon)?.queued ?? 0) >= 20 }, "fixes wait for the broker")
+        let waiting = try Self.uplink(daemon)
+        #expect(waiting?.connected == false)
+        #expect(waiting?.lastError != nil, "the connection's problem is shown")
+        #expect(waiting?.outbox?.hasPrefix(state + "/uplinks/") == true)
+
+        try broker.start()
+        #expect(eventually(60) { subscriber.locationTimes.count >= count / 3 }, "the backlog arrives once the broker is there")
+        try broker.restart()
+        #expect(eventually(60) { Set(subscriber.locationTimes).count >= 2 * count / 3 }, "arrivals go on after a restart")
+        try broker.restart()
+        #expect(eventually(90) { Set(subscriber.locationTimes).count >= count }, "every fix arrives: \(Set(subscriber.locationTimes).count) of \(count)")
+
+        let times = subscriber.locationTimes
+        #expect(Set(times) == Set((0..<count).map { Self.epoch + $0 }), "exactly the replay's fixes")
+        #expect(Self.firstOutOfOrder(times) == nil, "oldest first, live fixes behind the backlog")
+        #expect(times.count - Set(times).count <= 2 * 10, "repeated only within the in-flight window at each restart: \(times.count - Set(times).count)")
+        let done = try Self.uplink(daemon)
+        #expect(done?.connected == true)
+        #expect(done?.acknowledged == count)
+        #expect(done?.queued == 0)
+        // OwnTracks locations: on the device's topic, with what Home Assistant and the Recorder require.
+        let message = try #require(subscriber.messages.first { $0.payload["_type"] as? String == "location" })
+        #expect(message.topic == "owntracks/alice/pi")
+        #expect((message.payload["acc"] as? Int ?? 0) >= 1)
+        #expect(message.payload["tid"] as? String == "pi")
+    }
+
+    @Test(
+        "a backlog survives kill -9 of locationd before and during its drain: every fix arrives in order, repeated at most within the in-flight window",
+        .timeLimit(.minutes(3)))
+    func backlogSurvivesKillNine() throws {
+        let directory = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory.file("broker"))
+        let state = try Self.stateFolder(directory)
+        let window = 10
+        let uplink = ["--journal", state + "/journal", "--uplink", "mqtt://127.0.0.1:\(broker.port)/alice/pi?window=\(window)"]
+        let backlog = 20_000
+
+        // First run: no broker; the whole replay waits in the outbox when locationd is killed.
+        let first = try RunningDaemon(
+            directory: directory,
+            source: ["--replay", try Self.track(directory, "backlog.gpx", count: backlog, from: 0), "--speed", "100000"],
+            extra: uplink)
+        #expect(try eventually(60) { try Self.uplink(first)?.queued == backlog }, "the replay waits in the outbox")
+        first.kill9()
+
+        try broker.start()
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "owntracks/#")
+        // Second run: the backlog drains until the broker stops answering and locationd is killed mid-drain.
+        let second = try RunningDaemon(
+            directory: directory,
+            source: ["--replay", try Self.track(directory, "second.gpx", count: 1, from: 100_000), "--speed", "1"],
+            extra: uplink)
+        #expect(eventually(60) { subscriber.locationTimes.count >= 2000 }, "the backlog drains")
+        broker.pause(true)
+        second.kill9()
+        broker.pause(false)
+        let beforeThird = Set(subscriber.locationTimes).count
+
+        // Third run: what was not acknowledged is sent, then its own fixes.
+        let third = try RunningDaemon(
+            directory: directory,
+            source: ["--replay", try Self.track(directory, "third.gpx", count: 5, from: 200_000), "--speed", "5"],
+            extra: uplink)
+        let expected = Set((0..<backlog).map { Self.epoch + $0 } + (200_000..<200_005).map { Self.epoch + $0 })
+        #expect(eventually(120) { expected.isSubset(of: Set(subscriber.locationTimes)) }, "every fix arrives")
+        let times = subscriber.locationTimes
+        let allowed = expected.union([Self.epoch + 100_000])
+        #expect(Set(times).isSubset(of: allowed), "nothing but the replays' fixes")
+        #expect(Self.firstOutOfOrder(times) == nil, "oldest first across the restarts")
+        #expect(times.count - Set(times).count <= window, "repeated at most within the window: \(times.count - Set(times).count)")
+        #expect(beforeThird < backlog, "locationd was killed while the backlog drained (\(beforeThird) of \(backlog) had arrived)")
+        #expect(try eventually { try Self.uplink(third)?.queued == 0 })
+    }
+}

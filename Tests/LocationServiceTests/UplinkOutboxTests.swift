@@ -1,0 +1,228 @@
+import Foundation
+import LocationCore
+import LocationTesting
+import Testing
+
+@testable import LocationUplink
+
+/// The uplink's outbox on its own: fixes leave it only when acknowledged, and a reopened outbox holds exactly
+/// what was not.
+@Suite("the uplink outbox")
+struct UplinkOutboxTests {
+    static func outbox(_ directory: TemporaryDirectory, capacity: Int = 100_000) throws -> UplinkOutbox {
+        try UplinkOutbox(path: directory.file("outbox"), capacity: capacity)
+    }
+
+    @Test("what was sent and not acknowledged is there after a reopen; what was acknowledged is not")
+    func reopenedOutboxHoldsTheUnacknowledged() throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 50)
+        do {
+            let outbox = try Self.outbox(directory)
+            for fix in fixes { try outbox.add(fix) }
+            let sent = outbox.takeUnsent(window: 20)
+            #expect(sent.map(\.location.timestamp) == fixes.prefix(20).map(\.timestamp))
+            // Acknowledged out of order: only the contiguous prefix (0...9) leaves; 12 waits for 10 and 11.
+            outbox.acknowledge(Array(sent[0..<10].map(\.sequence)) + [sent[12].sequence])
+            #expect(outbox.counts.queued == 40)
+            #expect(outbox.counts.inFlight == 9)
+            #expect(outbox.counts.acknowledged == 10)
+            // Not closed: as a kill -9 leaves it.
+        }
+        let reopened = try Self.outbox(directory)
+        #expect(reopened.counts.queued == 40)
+        let again = reopened.takeUnsent(window: 100)
+        #expect(again.map(\.location.timestamp) == fixes.dropFirst(10).map(\.timestamp), "sent again from the first unacknowledged")
+    }
+
+    @Test("the window counts from the oldest unacknowledged fix")
+    func theWindowCountsFromTheOldestUnacknowledged() throws {
+        let outbox = try UplinkOutbox(path: nil, capacity: 100)
+        for fix in LocationFixtures.walk(count: 30) { try outbox.add(fix) }
+        let first = outbox.takeUnsent(window: 5)
+        #expect(first.count == 5)
+        #expect(outbox.takeUnsent(window: 5).isEmpty, "nothing more until one is acknowledged")
+        outbox.acknowledge([first[1].sequence])
+        #expect(outbox.takeUnsent(window: 5).isEmpty, "an acknowledgement after a gap opens nothing")
+        outbox.acknowledge([first[0].sequence])
+        #expect(outbox.takeUnsent(window: 5).count == 2)
+    }
+
+    @Test("a full outbox drops its oldest and counts them")
+    func aFullOutboxDropsItsOldest() throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 25)
+        do {
+            let outbox = try Self.outbox(directory, capacity: 10)
+            for fix in fixes { try outbox.add(fix) }
+            #expect(outbox.counts.queued == 10)
+            #expect(outbox.counts.droppedFull == 15)
+            #expect(outbox.takeUnsent(window: 100).map(\.location.timestamp) == fixes.suffix(10).map(\.timestamp))
+        }
+        let reopened = try Self.outbox(directory, capacity: 10)
+        #expect(reopened.takeUnsent(window: 100).map(\.location.timestamp) == fixes.suffix(10).map(\.timestamp))
+    }
+
+    @Test("the journal is rewritten once many are acknowledged, and a reopen after it still holds exactly the rest")
+    func compactionKeepsTheRest() throws {
+        let directory = TemporaryDirectory()
+        let count = UplinkOutbox.compactionThreshold * 3
+        let fixes = LocationFixtures.walk(count: count)
+        do {
+            let outbox = try Self.outbox(directory)
+            for fix in fixes { try outbox.add(fix) }
+            let sizeBefore = try #require(try FileManager.default.attributesOfItem(atPath: directory.file("outbox"))[.size] as? Int)
+            let sent = outbox.takeUnsent(window: count)
+            outbox.acknowledge(sent.prefix(2 * UplinkOutbox.compactionThreshold + 7).map(\.sequence))
+            let sizeAfter = try #require(try FileManager.default.attributesOfItem(atPath: directory.file("outbox"))[.size] as? Int)
+            #expect(sizeAfter < sizeBefore / 2, "rewritten: \(sizeBefore) → \(sizeAfter) bytes")
+        }
+        let reopened = try Self.outbox(directory)
+        let rest = reopened.takeUnsent(window: count).map(\.location.timestamp)
+        #expect(rest == fixes.dropFirst(2 * UplinkOutbox.compactionThreshold + 7).map(\.timestamp))
+    }
+
+    @Test("a damaged or foreign cursor counts nothing as acknowledged: everything is sent again, nothing skipped")
+    func aDamagedCursorSendsEverythingAgain() throws {
+        let directory = TemporaryDirectory()
+        let fixes = LocationFixtures.walk(count: 20)
+        do {
+            let outbox = try Self.outbox(directory)
+            for fix in fixes { try outbox.add(fix) }
+            outbox.acknowledge(outbox.takeUnsent(window: 5).map(\.sequence))
+        }
+        // One flipped byte: the checksum fails.
+        let cursor = directory.file("outbox.cursor")
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: cursor)))
+        bytes[13] ^= 0xFF
+        try Data(bytes).write(to: URL(fileURLWithPath: cursor))
+        let reopened = try Self.outbox(directory)
+        #expect(reopened.problem?.message.contains("damaged") == true)
+        #expect(reopened.counts.queued == 20)
+    }
+}
+
+@Suite("uplink URLs and OwnTracks messages")
+struct UplinkEndpointTests {
+    @Test("a full URL gives every part, and defaults fill what it leaves out")
+    func aFullURLIsRead() throws {
+        let endpoint = try UplinkEndpoint(
+            parsing: "mqtt://tracker@broker.example:1884/alice/pi?format=owntracks&interval=30&distance=50&accuracy=25&window=5&queue=1000&tid=Pi")
+        #expect(endpoint.host == "broker.example")
+        #expect(endpoint.port == 1884)
+        #expect(endpoint.username == "tracker")
+        #expect(endpoint.topic == "owntracks/alice/pi")
+        #expect(endpoint.interval == 30)
+        #expect(endpoint.distance == 50)
+        #expect(endpoint.accuracy == 25)
+        #expect(endpoint.window == 5)
+        #expect(endpoint.queue == 1000)
+        #expect(endpoint.trackerID == "Pi")
+        let plain = try UplinkEndpoint(parsing: "mqtt://localhost/bob/car")
+        #expect(plain.port == 1883)
+        #expect(plain.interval == 0)
+        #expect(plain.trackerID == "ar")
+        #expect(plain.window == 10)
+        #expect(try UplinkEndpoint(parsing: "mqtts://localhost/bob/car?ca-file=/etc/ca.pem").port == 8883)
+    }
+
+    @Test(
+        "every malformed part is refused with a line that names it",
+        arguments: [
+            ("", "not a URL"),
+            ("broker/alice/pi", "not a URL"),
+            ("http://broker/alice/pi", "scheme"),
+            ("mqtt://user:secret@broker/alice/pi", "password-file"),
+            ("mqtt:///alice/pi", "host"),
+            ("mqtt://broker:0/alice/pi", "port"),
+            ("mqtt://broker:70000/alice/pi", "port"),
+            ("mqtt://broker/alice", "/USER/DEVICE"),
+            ("mqtt://broker/alice/pi/extra", "/USER/DEVICE"),
+            ("mqtt://broker//pi", "/USER/DEVICE"),
+            ("mqtt://broker/al+ce/pi", "+, #"),
+            ("mqtt://broker/alice/p%23i", "+, #"),
+            ("mqtt://broker/alice/p%00i", "+, #"),
+            ("mqtt://broker/alice/pi\u{7}", "control character"),
+            ("mqtt://broker/alice/pi\n", "control character"),
+            ("mqtt://broker/\(String(repeating: "a", count: 200))/pi", "longer than"),
+            ("mqtt://broker/alice/pi?format=gpx", "format"),
+            ("mqtt://broker/alice/pi?intervall=3", "unknown key"),
+            ("mqtt://broker/alice/pi?interval=3&interval=4", "twice"),
+            ("mqtt://broker/alice/pi?interval=", "no value"),
+            ("mqtt://broker/alice/pi?interval=-1", "negative"),
+            ("mqtt://broker/alice/pi?interval=nan", "not a number"),
+            ("mqtt://broker/alice/pi?interval=inf", "infinite"),
+            ("mqtt://broker/alice/pi?interval=1e300", "above"),
+            ("mqtt://broker/alice/pi?distance=0", "zero"),
+            ("mqtt://broker/alice/pi?window=0", "zero"),
+            ("mqtt://broker/alice/pi?window=2.5", "whole"),
+            ("mqtt://broker/alice/pi?queue=1e9", "above"),
+            ("mqtt://broker/alice/pi?tid=abc", "tid"),
+            ("mqtt://broker/alice/pi?ca-file=/ca.pem", "mqtts"),
+            ("mqtt://broker/alice/pi?password-file=/pw", "user name"),
+            ("mqtt://broker/alice/pi#here", "fragment"),
+        ])
+    func malformedURLsAreRefused(url: String, says: String) {
+        do {
+            _ = try UplinkEndpoint(parsing: url, place: "--uplink 1")
+            Issue.record("\(url.debugDescription) was taken")
+        } catch {
+            #expect(error.code == .invalidConfiguration)
+            #expect(error.message.hasPrefix("--uplink 1"), "\(error.message)")
+            #expect(error.message.contains(says), "\(url.debugDescription): \(error.message)")
+            #expect(!error.message.contains("\n"), "one line")
+            #expect(!error.message.contains("secret"), "a password is never repeated")
+        }
+    }
+
+    @Test("a password file that is a FIFO, open to others, empty or missing is refused without reading or quoting it")
+    func hostilePasswordFilesAreRefused() throws {
+        let directory = TemporaryDirectory()
+        let fifo = directory.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let open = directory.file("open")
+        try "secret\n".write(toFile: open, atomically: true, encoding: .utf8)
+        chmod(open, 0o644)
+        let empty = directory.file("empty")
+        _ = FileManager.default.createFile(atPath: empty, contents: Data(), attributes: [.posixPermissions: 0o600])
+        for (path, says) in [(fifo, "not a regular file"), (open, "chmod 600"), (empty, "no password"), (directory.file("none"), "cannot be opened")] {
+            let endpoint = try UplinkEndpoint(parsing: "mqtt://me@broker/alice/pi?password-file=\(path)")
+            do {
+                _ = try endpoint.readPassword()
+                Issue.record("\(path) was read")
+            } catch {
+                #expect(error.message.contains(says), "\(error.message)")
+                #expect(!error.message.contains("secret"))
+            }
+        }
+        let good = directory.file("good")
+        _ = FileManager.default.createFile(atPath: good, contents: Data("s3cret\r\nignored\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(try UplinkEndpoint(parsing: "mqtt://me@broker/alice/pi?password-file=\(good)").readPassword() == "s3cret")
+    }
+
+    @Test("an OwnTracks location carries the fix time, a whole accuracy of at least 1, km/h and the tracker id")
+    func anOwnTracksLocationIsAsTheReceiversReadIt() throws {
+        var fix = LocationFixtures.walk(3)
+        fix.horizontalAccuracy = 0.2
+        fix.speed = 10
+        fix.course = 359.7
+        let bytes = OwnTracksMessage.location(fix, trackerID: "pi", createdAt: Date(timeIntervalSince1970: 1_800_000_000.9))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["_type"] as? String == "location")
+        #expect(object["tst"] as? Int == Int(fix.timestamp.timeIntervalSince1970))
+        #expect(object["acc"] as? Int == 1)
+        #expect(object["vel"] as? Int == 36)
+        #expect(object["cog"] as? Int == 0)
+        #expect(object["tid"] as? String == "pi")
+        #expect(object["created_at"] as? Int == 1_800_000_000)
+        #expect(abs((object["lat"] as? Double ?? 0) - fix.latitude) < 1e-7)
+        // Without an accuracy: estimated from HDOP, else the documented stand-in; never absent.
+        fix.horizontalAccuracy = nil
+        fix.hdop = 1.3
+        #expect(OwnTracksMessage.accuracy(of: fix) == 7)
+        fix.hdop = nil
+        #expect(OwnTracksMessage.accuracy(of: fix) == OwnTracksMessage.unknownAccuracy)
+        fix.horizontalAccuracy = .infinity
+        #expect(OwnTracksMessage.accuracy(of: fix) == OwnTracksMessage.unknownAccuracy)
+    }
+}
