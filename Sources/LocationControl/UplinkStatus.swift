@@ -24,11 +24,14 @@ public struct UplinkStatus: Codable, Sendable, Hashable {
     public var lastAcknowledged: String?
     /// The outbox journal; `nil` when it is kept in memory only (locationd without `--journal`).
     public var outbox: String?
+    /// Why the outbox cannot be written now (a full disk), while it lasts: fixes are kept in memory meanwhile.
+    public var outboxProblem: String?
 
     /// Creates a status.
     public init(
         name: String, url: String, connected: Bool, queued: Int, inFlight: Int, acknowledged: Int, droppedFull: Int,
-        lastError: String?, lastErrorSince: String?, lastAcknowledged: String?, outbox: String?
+        lastError: String?, lastErrorSince: String?, lastAcknowledged: String?, outbox: String?,
+        outboxProblem: String? = nil
     ) {
         self.name = name
         self.url = url
@@ -41,5 +44,6 @@ public struct UplinkStatus: Codable, Sendable, Hashable {
         self.lastErrorSince = lastErrorSince
         self.lastAcknowledged = lastAcknowledged
         self.outbox = outbox
+        self.outboxProblem = outboxProblem
     }
 }

@@ -32,7 +32,15 @@ package enum ConfigurationFileCheck {
                         "\(path): a key\(prefix.isEmpty ? "" : " under \(prefix)") is \(shape(of: keyNode)), not a name")
                 }
                 let full = prefix.isEmpty ? name : "\(prefix).\(name)"
-                if let key = known.first(where: { $0.name == full }) {
+                if full == ServiceConfiguration.uplinksKey {
+                    // A list of URLs (each checked when it is read), or nothing.
+                    let isEmpty = value.scalar.map { $0.string.isEmpty } ?? false
+                    let isList = value.sequence?.allSatisfy { $0.scalar != nil } ?? false
+                    guard isEmpty || isList else {
+                        throw LocationError(
+                            .invalidConfiguration, "\(path): uplinks expects a list of URLs (- mqtt://…), got \(shape(of: value))")
+                    }
+                } else if let key = known.first(where: { $0.name == full }) {
                     try checkShape(value, of: key, path: path)
                 } else if prefix.isEmpty, sections.contains(name) {
                     guard let inner = value.mapping else {

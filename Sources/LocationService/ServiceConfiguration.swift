@@ -45,9 +45,13 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var controlGroup: String?
     /// Where held fixes are journaled. Key `journal`, default none.
     package var journalPath: String?
-    /// Where the fixes go beyond the device: one URL per uplink (`--uplink`), each with its own policy and
-    /// outbox. Default none.
+    /// Where the fixes go beyond the device: one URL per uplink, each with its own policy and outbox. Key
+    /// `uplinks` (a list), or `--uplink` (repeatable, replacing the list). Default none.
     package var uplinks: [String] = []
+    /// Where ``uplinks`` came from, for messages: `--uplink`, or `FILE: uplinks`.
+    package var uplinksPlace = "--uplink"
+    /// The YAML key of the uplinks' list (not a ``ConfigurationKey``: its value is a list).
+    package static let uplinksKey = "uplinks"
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
     package var distanceFilter: Double?
     /// Seconds between background acquisitions. Key `reduced.interval`, default 60.
@@ -196,6 +200,10 @@ package struct ServiceConfiguration: Sendable, Hashable {
             }
             let place = environment[key.environmentVariable] != nil ? key.environmentVariable : path.map { "\($0): \(key.name)" } ?? key.name
             try key.apply(raw, place, &result)
+        }
+        if let path, let uplinks = reader.stringArray(forKey: ConfigKey(stringLiteral: uplinksKey)) {
+            result.uplinks = uplinks
+            result.uplinksPlace = "\(path): uplinks"
         }
         return result
     }

@@ -34,6 +34,7 @@ package final class MQTTUplink: Sendable {
     }
 
     private let link = Locked(Link())
+    private static let refusal = "the broker refused the connection"
     /// Serializes pumping: one thread hands messages to libmosquitto at a time, in order.
     private let pumping = Locked(())
 
@@ -70,15 +71,19 @@ package final class MQTTUplink: Sendable {
                     logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(wasDown.map { " (after: \($0))" } ?? "")")
                     uplink.withLock { $0 }?.pump()
                 } else {
-                    uplink.withLock { $0 }?.note(error: "the broker refused the connection: \(reason)")
+                    uplink.withLock { $0 }?.note(error: "\(Self.refusal): \(reason)")
                 }
             },
             disconnected: { reason in
-                link.withLock { link in
-                    link.connected = false
-                    if !link.inFlight.isEmpty { link.resending = true }
+                let refused = link.withLock { link -> Bool in
+                    defer {
+                        link.connected = false
+                        if !link.inFlight.isEmpty { link.resending = true }
+                    }
+                    return !link.connected && link.lastError?.hasPrefix(Self.refusal) == true
                 }
-                uplink.withLock { $0 }?.note(error: reason)
+                // A broker that refused the connection closes it: the refusal is the problem to show.
+                if !refused { uplink.withLock { $0 }?.note(error: reason) }
             },
             published: { messageID in uplink.withLock { $0 }?.acknowledged(messageID) },
             message: { _, _ in })
@@ -178,7 +183,8 @@ package final class MQTTUplink: Sendable {
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
                 lastError: link.lastError, lastErrorSince: link.lastErrorSince.map(RFC3339.string(from:)),
-                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path)
+                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
+                outboxProblem: link.writeError)
         }
     }
 

@@ -30,12 +30,13 @@ extension DaemonStatus {
 
     /// One uplink: where it sends, whether it is connected, and how far its outbox has got.
     static func uplinkLine(_ uplink: UplinkStatus) -> String {
-        var line = "\(uplink.name) \(uplink.connected ? "connected" : "not connected"): \(uplink.queued) queued"
+        var line = "\(uplink.name): \(uplink.connected ? "connected" : "not connected"), \(uplink.queued) queued"
             + " (\(uplink.inFlight) in flight), \(uplink.acknowledged) acknowledged"
         if uplink.droppedFull > 0 { line += ", \(uplink.droppedFull) dropped (outbox full)" }
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
         if uplink.outbox == nil { line += "; outbox in memory only (no --journal)" }
+        if let problem = uplink.outboxProblem { line += "; outbox not written (fixes kept in memory): \(problem)" }
         return line
     }
 

@@ -101,11 +101,14 @@ struct LocationD: AsyncParsableCommand {
             if let socket { settings.socketPath = socket }
             if let journal { settings.journalPath = journal }
             if let controlGroup { settings.controlGroup = controlGroup }
-            if !uplink.isEmpty { settings.uplinks = uplink }
+            if !uplink.isEmpty {
+                settings.uplinks = uplink
+                settings.uplinksPlace = "--uplink"
+            }
             // Each URL checked before anything starts (--check-config too).
             for (index, text) in settings.uplinks.enumerated() {
                 do throws(LocationError) {
-                    let endpoint = try UplinkEndpoint(parsing: text, place: "--uplink \(index + 1)")
+                    let endpoint = try UplinkEndpoint(parsing: text, place: "\(settings.uplinksPlace) \(index + 1)")
                     _ = try endpoint.readPassword()
                 } catch { throw CommandFailure.usage(error.message) }
             }

@@ -132,3 +132,44 @@ struct UplinkBrokerTests {
         #expect(try eventually { try Self.uplink(third)?.queued == 0 })
     }
 }
+
+extension UplinkBrokerTests {
+    @Test(
+        "with the outbox unwritable (a full disk), every fix still reaches the broker, in order, from memory, and status says the outbox is not written",
+        .timeLimit(.minutes(3)), .sanitizerExclusion("LocationServiceTests.UplinkBrokerTests/aFullDiskDelaysNothing()"))
+    func aFullDiskDelaysNothing() throws {
+        let directory = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory.file("broker"))
+        try broker.start()
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "owntracks/#")
+        broker.stop()
+        let state = try Self.stateFolder(directory)
+        let count = 300
+        let socket = directory.file("run/control.sock")
+        try FileManager.default.createDirectory(atPath: directory.file("run"), withIntermediateDirectories: true)
+        // A 4,000-byte file size limit: a few dozen records fit, then every append fails with EFBIG, as on a
+        // full disk.
+        let (daemon, _, _) = try Tool.start(
+            "/usr/bin/prlimit",
+            ["--fsize=4000:unlimited", Tool.path("locationd"), "--replay", try Self.track(directory, "walk.gpx", count: count, from: 0),
+             "--speed", "50", "--socket", socket, "--journal", state + "/journal",
+             "--uplink", "mqtt://127.0.0.1:\(broker.port)/alice/pi"],
+            in: directory)
+        defer {
+            kill(daemon.processIdentifier, SIGTERM)
+            daemon.waitUntilExit()
+        }
+        func status() -> UplinkStatus? {
+            (try? ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status"))?.uplinks?.first
+        }
+        #expect(eventually(30) { status()?.outboxProblem?.contains("File too large") == true }, "status says the outbox is not written: \(String(describing: status()))")
+        #expect(eventually(30) { status()?.queued == count }, "every fix is kept meanwhile")
+
+        try broker.start()
+        #expect(eventually(60) { Set(subscriber.locationTimes).count >= count }, "every fix arrives: \(Set(subscriber.locationTimes).count) of \(count)")
+        let times = subscriber.locationTimes
+        #expect(Set(times) == Set((0..<count).map { Self.epoch + $0 }))
+        #expect(Self.firstOutOfOrder(times) == nil, "oldest first")
+        #expect(eventually(10) { status()?.queued == 0 })
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import LocationService
 import LocationTesting
 import Testing
 
@@ -224,5 +225,34 @@ struct UplinkEndpointTests {
         #expect(OwnTracksMessage.accuracy(of: fix) == OwnTracksMessage.unknownAccuracy)
         fix.horizontalAccuracy = .infinity
         #expect(OwnTracksMessage.accuracy(of: fix) == OwnTracksMessage.unknownAccuracy)
+    }
+}
+
+@Suite("the uplinks list of the configuration file")
+struct UplinkConfigurationTests {
+    @Test("a list of URLs is read in order; anything else under uplinks is one line naming the key")
+    func theUplinksListIsReadOrRefused() async throws {
+        let directory = TemporaryDirectory()
+        let good = directory.file("good.yaml")
+        try "uplinks:\n  - mqtt://broker/alice/pi\n  - mqtt://broker/alice/car?interval=30\n".write(toFile: good, atomically: true, encoding: .utf8)
+        let loaded = try await ServiceConfiguration.load(path: good, environment: [:])
+        #expect(loaded.uplinks == ["mqtt://broker/alice/pi", "mqtt://broker/alice/car?interval=30"])
+        #expect(loaded.uplinksPlace == "\(good): uplinks")
+        for (text, says) in [("uplinks: 5\n", "a single value"), ("uplinks:\n  - mqtt://x/a/b\n  - {a: 1}\n", "a list of URLs"),
+                             ("uplinks: {a: 1}\n", "a section of keys")] {
+            let path = directory.file("bad.yaml")
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            do {
+                _ = try await ServiceConfiguration.load(path: path, environment: [:])
+                Issue.record("\(text.debugDescription) was taken")
+            } catch {
+                #expect(error.code == .invalidConfiguration)
+                #expect(error.message.contains("uplinks expects a list of URLs"), "\(error.message)")
+                #expect(error.message.contains(says), "\(error.message)")
+            }
+        }
+        let empty = directory.file("empty.yaml")
+        try "uplinks:\n".write(toFile: empty, atomically: true, encoding: .utf8)
+        #expect(try await ServiceConfiguration.load(path: empty, environment: [:]).uplinks.isEmpty)
     }
 }

@@ -7,7 +7,7 @@
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
 // with the subcommands: `batch` (held batch, flush, journal: BatchCommand), `gpx` (GPX readers side by side
 // at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand) and `apps` (locationd
-// serving many apps: AppsCommand).
+// serving many apps: AppsCommand) and `uplink` (an uplink's drain to a broker: UplinkCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
@@ -28,6 +28,9 @@ case "gpsd":
     exit(0)
 case "apps":
     try await AppsCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "uplink":
+    try await UplinkCommand.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 default:
     break

@@ -1,0 +1,201 @@
+import Foundation
+import GPSDTestSupport
+import LocationControl
+import LocationCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What an uplink does with a backlog: a locationd whose outbox holds `fixes` fixes (queued while no broker
+/// was there) is started beside a mosquitto broker on loopback, and the time from its start to the last of
+/// them arriving at a subscriber (QoS 1) gives the drain rate, start-up and the outbox's loading included;
+/// its CPU time over the drain gives the CPU per published fix.
+///
+/// The peer, in the same run: `mosquitto_pub -l -q 1`, the publishing end of a shell bridge
+/// (`gpspipe -w | … | mosquitto_pub -l -q 1`), fed the same number of OwnTracks lines from a file, to the same
+/// broker and subscriber. It keeps its messages in libmosquitto's memory, with no outbox.
+package enum UplinkDrainBenchmark {
+    package struct Result: Sendable {
+        /// Fixes per second from locationd's start to the last arrival (median).
+        package var rate: Double
+        /// locationd's CPU seconds per published fix (median).
+        package var cpuPerFix: Double
+        /// The peer's messages per second and CPU seconds per message (medians).
+        package var peerRate: Double
+        package var peerCPUPerFix: Double
+        package var fixes: Int
+        package var window: Int
+    }
+
+    package static func run(runs: Int, fixes: Int = 100_000, window: Int = 10) async throws -> Result? {
+        guard let locationd = SiblingExecutable.path("locationd"), ExecutableLookup.path(of: "mosquitto") != nil,
+            ExecutableLookup.path(of: "mosquitto_sub") != nil
+        else { return nil }
+        let directory = NSTemporaryDirectory() + "locationbench-uplink-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let track = directory + "/track.gpx"
+        try GPXBenchFile.generate(path: track, points: fixes)
+        let single = directory + "/single.gpx"
+        try GPXBenchFile.generate(path: single, points: 1)
+        var rates: [Double] = [], cpus: [Double] = [], peerRates: [Double] = [], peerCPUs: [Double] = []
+        for run in 0..<max(1, runs) {
+            let state = directory + "/run\(run)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let port = try LoopbackTCP.freePort()
+            let socket = state + "/control.sock"
+            let arguments = [
+                "--socket", socket, "--journal", state + "/held.journal",
+                "--uplink", "mqtt://127.0.0.1:\(port)/bench/dev?window=\(window)&queue=\(fixes)",
+            ]
+            // The backlog: the whole replay queued while no broker listens.
+            do {
+                let filling = try ChildProcess([locationd, "--replay", track, "--speed", "1000000"] + arguments)
+                defer { filling.stop() }
+                try await waitUntil("locationd queues \(fixes) fixes", timeout: .seconds(300)) {
+                    (try? Self.uplink(socket: socket)?.queued) == fixes
+                }
+            }
+            let broker = try Broker(directory: state, port: port)
+            defer { broker.stop() }
+
+            var counter = try Counter(port: port, topic: "owntracks/bench/dev")
+            let start = ContinuousClock.now
+            let draining = try ChildProcess([locationd, "--replay", single, "--speed", "1"] + arguments)
+            defer { draining.stop() }
+            try await waitUntil("the backlog arrives", timeout: .seconds(600)) { counter.count >= fixes }
+            rates.append(Double(fixes) / (ContinuousClock.now - start).secondsValue)
+            cpus.append(Self.cpuSeconds(draining.pid) / Double(fixes))
+
+            // The peer, on the same broker: the same number of lines through mosquitto_pub -l.
+            let lines = directory + "/lines\(run).txt"
+            var text = ""
+            text.reserveCapacity(fixes * 160)
+            for index in 0..<fixes {
+                text += #"{"_type":"location","lat":52.5\#(index % 10000),"lon":13.4,"tst":\#(1_700_000_000 + index),"acc":5,"tid":"pe","created_at":1700000000}"#
+                text += "\n"
+            }
+            try text.write(toFile: lines, atomically: true, encoding: .utf8)
+            counter = try Counter(port: port, topic: "owntracks/bench/peer")
+            let childrenBefore = Self.childrenCPUSeconds()
+            let peerStart = ContinuousClock.now
+            let peer = try ChildProcess([
+                "sh", "-c", "exec mosquitto_pub -h 127.0.0.1 -p \(port) -t owntracks/bench/peer -q 1 -l < '\(lines)'",
+            ])
+            try await waitUntil("the peer's lines arrive", timeout: .seconds(600)) { counter.count >= fixes }
+            peerRates.append(Double(fixes) / (ContinuousClock.now - peerStart).secondsValue)
+            // It exits once its input ended and everything was acknowledged; reaped, its CPU time counts.
+            _ = peer.waitForExit(timeout: .seconds(60))
+            peerCPUs.append((Self.childrenCPUSeconds() - childrenBefore) / Double(fixes))
+        }
+        return Result(
+            rate: Statistics.median(rates), cpuPerFix: Statistics.median(cpus), peerRate: Statistics.median(peerRates),
+            peerCPUPerFix: Statistics.median(peerCPUs), fixes: fixes, window: window)
+    }
+
+    /// A process's CPU time so far (user and system), from /proc.
+    static func cpuSeconds(_ pid: pid_t) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return .nan }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // utime and stime are fields 14 and 15; after the command's ")" they are the 12th and 13th.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The CPU time of the reaped children so far (user and system).
+    static func childrenCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    private static func uplink(socket: String) throws -> UplinkStatus? {
+        try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status").uplinks?.first
+    }
+
+    private static func waitUntil(
+        _ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting: \(what)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// mosquitto on a loopback port, without persistence (the benchmark measures the uplink, not the disk).
+    private final class Broker {
+        let process: ChildProcess
+
+        init(directory: String, port: Int) throws {
+            let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
+            let configuration = "user \(user)\nlistener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n"
+            try configuration.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+            process = try ChildProcess(["mosquitto", "-c", directory + "/mosquitto.conf"])
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !LoopbackTCP.accepts(port: port) {
+                guard ContinuousClock.now < deadline else { throw BenchError("mosquitto did not listen on \(port)") }
+                usleep(10_000)
+            }
+        }
+
+        func stop() { process.stop() }
+    }
+
+    /// `mosquitto_sub` at QoS 1 on one topic, its lines counted as they come.
+    private struct Counter {
+        let process: ChildProcess
+        private let received: Locked<Int>
+        var count: Int { received.withLock { $0 } }
+
+        init(port: Int, topic: String) throws {
+            process = try ChildProcess(
+                ["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-t", "bench/probe", "-q", "1", "-v"],
+                captureStandardOutput: true)
+            let received = Locked(0)
+            self.received = received
+            let probed = Locked(false)
+            guard let fd = process.standardOutput else { throw BenchError("mosquitto_sub has no output") }
+            let reader = Thread {
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                var line: [UInt8] = []
+                while true {
+                    let count = read(fd, &buffer, buffer.count)
+                    guard count > 0 else { return }
+                    for byte in buffer[0..<count] {
+                        guard byte == 0x0A else {
+                            line.append(byte)
+                            continue
+                        }
+                        if line.starts(with: Array("bench/probe".utf8)) {
+                            probed.withLock { $0 = true }
+                        } else {
+                            received.withLock { $0 += 1 }
+                        }
+                        line.removeAll(keepingCapacity: true)
+                    }
+                }
+            }
+            reader.start()
+            // Subscribed once a probe arrives: what is published from then on is counted.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !probed.withLock({ $0 }) {
+                guard ContinuousClock.now < deadline else { throw BenchError("mosquitto_sub did not subscribe") }
+                let probe = try ChildProcess(["mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "x"])
+                _ = probe.wait()
+                usleep(20_000)
+            }
+        }
+    }
+}
+
+extension Duration {
+    fileprivate var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
