@@ -9,7 +9,7 @@ import Logging
 ///
 /// libmosquitto reconnects (with backoff) and sends again what was in flight when a connection was lost;
 /// a restart of locationd sends again what the outbox's cursor does not record as acknowledged.
-package final class MQTTUplink: Sendable {
+package final class MQTTUplink: Uplink {
     package let endpoint: UplinkEndpoint
     private let outbox: UplinkOutbox
     private let client: MQTTClient

@@ -12,7 +12,10 @@ import LocationCore
 package struct UplinkEndpoint: Sendable, Hashable {
     /// The receiver's format.
     package enum Format: String, Sendable, Hashable, CaseIterable {
+        /// OwnTracks JSON on `owntracks/USER/DEVICE`: every fix, from the outbox, oldest first.
         case owntracks
+        /// Home Assistant's MQTT discovery of a device tracker: the latest fix only, never a backlog.
+        case homeassistant
     }
 
     package var format: Format
@@ -42,12 +45,19 @@ package struct UplinkEndpoint: Sendable, Hashable {
     /// The URL as given, with nothing secret in it (it never holds a password): for logs and status.
     package let text: String
 
-    /// The MQTT topic the locations go to.
-    package var topic: String { "owntracks/\(user)/\(device)" }
+    /// The MQTT topic the locations go to: `owntracks/USER/DEVICE`, or the Home Assistant tracker's
+    /// attributes topic, `locationd/DEVICE/attributes`.
+    package var topic: String {
+        switch format {
+        case .owntracks: "owntracks/\(user)/\(device)"
+        case .homeassistant: "locationd/\(device)/attributes"
+        }
+    }
 
-    /// A name for files and status, made of the URL's parts: `owntracks-USER-DEVICE@HOST-PORT`.
+    /// A name for files and status, made of the URL's parts: `owntracks-USER-DEVICE@HOST-PORT`, or
+    /// `homeassistant-DEVICE@HOST-PORT`.
     package var name: String {
-        let raw = "\(format.rawValue)-\(user)-\(device)@\(host)-\(port)"
+        let raw = format == .owntracks ? "\(format.rawValue)-\(user)-\(device)@\(host)-\(port)" : "\(format.rawValue)-\(device)@\(host)-\(port)"
         return String(raw.map { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.@".contains($0)) ? $0 : "_" })
     }
 
@@ -94,24 +104,11 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard (1...65_535).contains(port) else { throw refuse("the port \(port) is outside 1…65535") }
         if components.fragment != nil { throw refuse("a URL fragment (#…) means nothing to an uplink") }
 
-        let parts = components.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        guard parts.count == 2, let user = parts.first, let device = parts.last, !user.isEmpty, !device.isEmpty else {
-            throw refuse("the path must be /USER/DEVICE (the OwnTracks topic owntracks/USER/DEVICE)")
-        }
-        for (name, part) in [("user", user), ("device", device)] {
-            if part.contains(where: { "+#\u{0}".contains($0) }) {
-                throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
-            }
-            if part.utf8.count > Self.longestPart {
-                throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
-            }
-        }
-        self.user = String(user)
-        self.device = String(device)
-        trackerID = String(device.suffix(2))
         format = .owntracks
+        user = ""
+        device = ""
+        trackerID = ""
         self.text = text
-
         var seen = Set<String>()
         for item in components.queryItems ?? [] {
             let name = item.name
@@ -142,6 +139,35 @@ package struct UplinkEndpoint: Sendable, Hashable {
             default: break
             }
         }
+        // The path, as the format reads it.
+        let parts = components.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        switch format {
+        case .owntracks:
+            guard parts.count == 2, let user = parts.first, let device = parts.last, !user.isEmpty, !device.isEmpty else {
+                throw refuse("the path must be /USER/DEVICE (the OwnTracks topic owntracks/USER/DEVICE)")
+            }
+            for (name, part) in [("user", user), ("device", device)] {
+                if part.contains(where: { "+#\u{0}".contains($0) }) {
+                    throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
+                }
+                if part.utf8.count > Self.longestPart {
+                    throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
+                }
+            }
+            self.user = String(user)
+            self.device = String(device)
+        case .homeassistant:
+            guard parts.count == 1, let device = parts.first, !device.isEmpty else {
+                throw refuse("the path must be /DEVICE (the device tracker's id in Home Assistant)")
+            }
+            guard device.utf8.count <= Self.longestPart,
+                device.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+            else {
+                throw refuse("the device '\(ValueRange.printable(device))' must be letters, digits, _ and - (at most \(Self.longestPart)): Home Assistant makes ids of it")
+            }
+            self.device = String(device)
+        }
+        if !seen.contains("tid") { trackerID = String(device.suffix(2)) }
         if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts://; mqtt:// does not use TLS") }
         if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: mqtt://USER@HOST/…") }
     }

@@ -89,18 +89,18 @@ final class LocationDaemon: Service, Sendable {
                 throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
             }
             var outbox: String?
-            if let journal = settings.journalPath {
+            if let journal = settings.journalPath, endpoint.format == .owntracks {
                 let directory = FilePathText.parent(of: journal) + "/uplinks"
                 if mkdir(directory, 0o700) != 0, errno != EEXIST {
                     throw .cannotCreate("cannot create \(directory) for the uplinks' outboxes: \(String(cString: strerror(errno)))")
                 }
                 do throws(LocationError) { try AppDirectory.checkPrivate(directory) } catch { throw .cannotCreate(error.message) }
                 outbox = "\(directory)/\(endpoint.name).outbox"
-            } else {
+            } else if endpoint.format == .owntracks {
                 logger.warning("uplink \(endpoint.name): without --journal its outbox is in memory only, and a crash loses what the broker has not acknowledged")
             }
             do throws(LocationError) {
-                let uplink = try MQTTUplink(endpoint: endpoint, outboxPath: outbox, logger: logger)
+                let uplink = try Uplinks.make(endpoint, outboxPath: outbox, logger: logger)
                 consumers.append(try UplinkConsumer(uplink: uplink, source: receiver.tap(), settings: settings))
             } catch {
                 switch error.code {

@@ -11,11 +11,11 @@ import Logging
 /// So a tracker that reports every 30 s costs what a background app costs, and the receiver runs at what the
 /// apps and the uplinks need together.
 final class UplinkConsumer: LocationManagerDelegate {
-    let uplink: MQTTUplink
+    let uplink: any Uplink
     let manager: LocationManager
     private let application: Application
 
-    init(uplink: MQTTUplink, source: any LocationSource, settings: ServiceConfiguration) throws(LocationError) {
+    init(uplink: any Uplink, source: any LocationSource, settings: ServiceConfiguration) throws(LocationError) {
         self.uplink = uplink
         let endpoint = uplink.endpoint
         var configuration = settings.managerConfiguration

@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationControl
 import LocationCore
 import LocationGPX
@@ -171,5 +172,52 @@ extension UplinkBrokerTests {
         #expect(Set(times) == Set((0..<count).map { Self.epoch + $0 }))
         #expect(Self.firstOutOfOrder(times) == nil, "oldest first")
         #expect(eventually(10) { status()?.queued == 0 })
+    }
+}
+
+extension UplinkBrokerTests {
+    @Test(
+        "Home Assistant: discovery is retained and sent again when Home Assistant says online; the attributes topic gets the newest fix only, never the backlog",
+        .timeLimit(.minutes(3)))
+    func homeAssistantGetsTheLatestFixOnly() throws {
+        let directory = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory.file("broker"))
+        try broker.start()
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "#", id: "home-assistant")
+        broker.stop()
+        let count = 200
+        // The whole replay comes while the broker is away.
+        let daemon = try RunningDaemon(
+            directory: directory, source: ["--replay", try Self.track(directory, "walk.gpx", count: count, from: 0), "--speed", "200"],
+            extra: ["--uplink", "mqtt://127.0.0.1:\(broker.port)/pi?format=homeassistant"])
+        #expect(try eventually(30) { try daemon.status().sourceStatus == .ended }, "the replay ends while the broker is away")
+        let waiting = try Self.uplink(daemon)
+        #expect(waiting?.connected == false)
+        #expect(waiting?.queued == 1, "only the newest fix waits")
+
+        try broker.start()
+        let attributes = "locationd/pi/attributes"
+        let config = "homeassistant/device_tracker/locationd_pi/config"
+        #expect(eventually(30) { subscriber.messages.contains { $0.topic == attributes } }, "the newest fix arrives")
+        #expect(try eventually { try Self.uplink(daemon)?.acknowledged == 1 })
+        let positions = subscriber.messages.filter { $0.topic == attributes }.map(\.payload)
+        #expect(positions.count == 1, "one position, not the backlog: \(positions.count)")
+        let last = LocationFixtures.walk(count - 1)
+        #expect(positions.first?["timestamp"] as? String == RFC3339.string(from: last.timestamp))
+        #expect(abs((positions.first?["latitude"] as? Double ?? 0) - last.latitude) < 1e-9)
+        #expect((positions.first?["gps_accuracy"] as? Int ?? 0) >= 1)
+        let discovery = try #require(subscriber.messages.first { $0.topic == config }?.payload)
+        #expect(discovery["source_type"] as? String == "gps")
+        #expect(discovery["json_attributes_topic"] as? String == attributes)
+        #expect(discovery["unique_id"] as? String == "locationd_pi")
+        #expect(subscriber.text.contains("locationd/pi/availability online"), "available while connected")
+
+        // Home Assistant restarted: it says so, and discovery comes again.
+        let configs = subscriber.messages.filter { $0.topic == config }.count
+        _ = try ChildProcess(["mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "homeassistant/status", "-m", "online"]).wait()
+        #expect(eventually(10) { subscriber.messages.filter { $0.topic == config }.count > configs }, "discovery sent again")
+        // A new subscriber (Home Assistant starting) gets the retained config and position at once.
+        let late = try MosquittoSubscriber(broker: broker, topic: "#", id: "late")
+        #expect(eventually(10) { late.messages.contains { $0.topic == config } && late.messages.contains { $0.topic == attributes } })
     }
 }

@@ -125,6 +125,11 @@ struct UplinkEndpointTests {
         #expect(plain.trackerID == "ar")
         #expect(plain.window == 10)
         #expect(try UplinkEndpoint(parsing: "mqtts://localhost/bob/car?ca-file=/etc/ca.pem").port == 8883)
+        let tracker = try UplinkEndpoint(parsing: "mqtt://localhost/kitchen_pi?format=homeassistant&interval=10")
+        #expect(tracker.format == .homeassistant)
+        #expect(tracker.device == "kitchen_pi")
+        #expect(tracker.topic == "locationd/kitchen_pi/attributes")
+        #expect(tracker.name == "homeassistant-kitchen_pi@localhost-1883")
     }
 
     @Test(
@@ -162,6 +167,9 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/pi?ca-file=/ca.pem", "mqtts"),
             ("mqtt://broker/alice/pi?password-file=/pw", "user name"),
             ("mqtt://broker/alice/pi#here", "fragment"),
+            ("mqtt://broker/alice/pi?format=homeassistant", "/DEVICE"),
+            ("mqtt://broker/?format=homeassistant", "/DEVICE"),
+            ("mqtt://broker/my%20pi?format=homeassistant", "letters, digits"),
         ])
     func malformedURLsAreRefused(url: String, says: String) {
         do {

@@ -1,0 +1,222 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Logging
+
+/// A Home Assistant device tracker over MQTT discovery: Home Assistant takes the last message it received as
+/// the truth and ignores fix times, so this uplink sends **the latest fix only**, never a backlog.
+///
+/// On each connection it publishes (retained, QoS 1) `online` on the availability topic, the discovery
+/// config on `homeassistant/device_tracker/locationd_DEVICE/config`, and the newest fix on the attributes
+/// topic `locationd/DEVICE/attributes`; it publishes the config again whenever Home Assistant announces
+/// `online` on `homeassistant/status` (it has restarted). A fix that comes while one is in flight replaces
+/// whatever waited: once the broker acknowledged the one in flight, the newest goes. The will is `offline`
+/// on the availability topic. Nothing is journaled: the broker keeps the latest retained.
+package final class HomeAssistantUplink: Uplink {
+    package let endpoint: UplinkEndpoint
+    private let client: MQTTClient
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+
+    private struct State {
+        var connected = false
+        /// The newest fix not yet sent.
+        var waiting: Location?
+        /// The attributes message in flight, and its fix.
+        var inFlight: (id: Int32, fix: Location)?
+        /// Acknowledgements that came before `publish` returned their id.
+        var early: Set<Int32> = []
+        /// Availability and discovery messages in flight (their acknowledgements change nothing).
+        var announced: Set<Int32> = []
+        var acknowledged = 0
+        var lastError: String?
+        var lastErrorSince: Date?
+        var lastAcknowledged: Date?
+    }
+
+    private let state = Locked(State())
+
+    /// Home Assistant's discovery prefix and its birth topic.
+    static let statusTopic = "homeassistant/status"
+    var configTopic: String { "homeassistant/device_tracker/locationd_\(endpoint.device)/config" }
+    var availabilityTopic: String { "locationd/\(endpoint.device)/availability" }
+
+    package init(endpoint: UplinkEndpoint, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws(LocationError) {
+        self.endpoint = endpoint
+        self.logger = logger
+        self.now = now
+        let password = try endpoint.readPassword()
+        let uplink = Locked<HomeAssistantUplink?>(nil)
+        let state = self.state
+        let name = endpoint.name
+        let options = MQTTClient.Options(
+            host: endpoint.host, port: endpoint.port, clientID: "locationd-ha-\(endpoint.device)",
+            username: endpoint.username, password: password, caFile: endpoint.caFile,
+            will: ("locationd/\(endpoint.device)/availability", Array("offline".utf8), true), maxInflight: 10)
+        let handlers = MQTTClient.Handlers(
+            connected: { code, reason in
+                guard let tracker = uplink.withLock({ $0 }) else { return }
+                guard code == 0 else {
+                    tracker.note(error: "the broker refused the connection: \(reason)")
+                    return
+                }
+                let after = state.withLock { state -> String? in
+                    defer {
+                        state.connected = true
+                        state.lastError = nil
+                        state.lastErrorSince = nil
+                    }
+                    return state.lastError
+                }
+                logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(after.map { " (after: \($0))" } ?? "")")
+                tracker.announce()
+                tracker.send()
+            },
+            disconnected: { reason in
+                let wasConnected = state.withLock { state -> Bool in
+                    defer { state.connected = false }
+                    return state.connected
+                }
+                if wasConnected || state.withLock({ $0.lastError == nil }) { uplink.withLock { $0 }?.note(error: reason) }
+            },
+            published: { messageID in uplink.withLock { $0 }?.acknowledged(messageID) },
+            message: { topic, payload in
+                // Home Assistant started again: it reads discovery anew.
+                if topic == Self.statusTopic, payload == Array("online".utf8) { uplink.withLock { $0 }?.announce() }
+            })
+        client = try MQTTClient(options: options, handlers: handlers)
+        uplink.withLock { $0 = self }
+    }
+
+    package func start() {
+        client.start()
+    }
+
+    package func take(_ location: Location) {
+        if let accuracy = endpoint.accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
+        state.withLock { state in
+            // Only ever newer: a fix older than one already taken would move the tracker back.
+            if let newest = state.waiting ?? state.inFlight?.fix, location.timestamp <= newest.timestamp { return }
+            state.waiting = location
+        }
+        send()
+    }
+
+    /// Availability, then discovery, retained; and the subscription to Home Assistant's birth message.
+    private func announce() {
+        client.subscribe(Self.statusTopic, qos: 1)
+        for (topic, payload) in [(availabilityTopic, Array("online".utf8)), (configTopic, discoveryConfig)] {
+            switch client.publish(topic: topic, payload: payload, qos: 1, retain: true) {
+            case .success(let messageID):
+                state.withLock { state in if state.early.remove(messageID) == nil { state.announced.insert(messageID) } }
+            case .failure(let error):
+                note(error: error.message)
+            }
+        }
+    }
+
+    /// Sends the newest waiting fix unless one is in flight.
+    private func send() {
+        let next = state.withLock { state -> Location? in
+            guard state.connected, state.inFlight == nil, let waiting = state.waiting else { return nil }
+            state.waiting = nil
+            return waiting
+        }
+        guard let next else { return }
+        switch client.publish(topic: endpoint.topic, payload: Self.attributes(of: next), qos: 1, retain: true) {
+        case .success(let messageID):
+            let acknowledgedAlready = state.withLock { state -> Bool in
+                if state.early.remove(messageID) != nil { return true }
+                state.inFlight = (messageID, next)
+                return false
+            }
+            if acknowledgedAlready { finish(next) }
+        case .failure(let error):
+            state.withLock { state in if state.waiting == nil { state.waiting = next } }
+            note(error: error.message)
+        }
+    }
+
+    private func acknowledged(_ messageID: Int32) {
+        let fix = state.withLock { state -> Location? in
+            guard let inFlight = state.inFlight, inFlight.id == messageID else {
+                // Availability and discovery are acknowledged too; any other id is not known yet: early.
+                if state.announced.remove(messageID) == nil { state.early.insert(messageID) }
+                return nil
+            }
+            state.inFlight = nil
+            return inFlight.fix
+        }
+        guard let fix else { return }
+        finish(fix)
+    }
+
+    private func finish(_ fix: Location) {
+        state.withLock { state in
+            state.acknowledged += 1
+            state.lastAcknowledged = now()
+        }
+        send()
+    }
+
+    private func note(error: String) {
+        let changed = state.withLock { state -> Bool in
+            defer {
+                if state.lastError == nil { state.lastErrorSince = now() }
+                state.lastError = error
+            }
+            return state.lastError != error
+        }
+        if changed { logger.warning("uplink \(endpoint.name): \(error)") }
+    }
+
+    package var status: UplinkStatus {
+        state.withLock { state in
+            UplinkStatus(
+                name: endpoint.name, url: endpoint.text, connected: state.connected,
+                queued: (state.waiting == nil ? 0 : 1) + (state.inFlight == nil ? 0 : 1),
+                inFlight: state.inFlight == nil ? 0 : 1, acknowledged: state.acknowledged, droppedFull: 0,
+                lastError: state.lastError, lastErrorSince: state.lastErrorSince.map(RFC3339.string(from:)),
+                lastAcknowledged: state.lastAcknowledged.map(RFC3339.string(from:)), outbox: nil)
+        }
+    }
+
+    package func stop() {
+        // Said before the goodbye: a clean stop publishes no will.
+        _ = client.publish(topic: availabilityTopic, payload: Array("offline".utf8), qos: 1, retain: true)
+        client.stop()
+    }
+
+    /// The discovery config: a GPS device tracker whose position comes from the attributes topic.
+    var discoveryConfig: [UInt8] {
+        let id = "locationd_\(endpoint.device)"
+        let object: [String: Any] = [
+            "name": endpoint.device,
+            "unique_id": id,
+            "object_id": id,
+            "source_type": "gps",
+            "json_attributes_topic": endpoint.topic,
+            "availability_topic": availabilityTopic,
+            "payload_available": "online",
+            "payload_not_available": "offline",
+            "device": [
+                "identifiers": [id], "name": endpoint.device, "manufacturer": "swift-location", "model": "locationd",
+            ] as [String: Any],
+        ]
+        return (try? Array(JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))) ?? []
+    }
+
+    /// The attributes Home Assistant reads a GPS position from (`latitude`, `longitude`, `gps_accuracy`),
+    /// with the altitude, speed (m/s), course and the fix time where known.
+    static func attributes(of fix: Location) -> [UInt8] {
+        var object: [String: Any] = [
+            "latitude": fix.latitude, "longitude": fix.longitude,
+            "gps_accuracy": OwnTracksMessage.accuracy(of: fix),
+            "timestamp": RFC3339.string(from: fix.timestamp),
+        ]
+        if let altitude = fix.altitude, altitude.isFinite { object["altitude"] = altitude }
+        if let speed = fix.speed, speed.isFinite { object["speed"] = speed }
+        if let course = fix.course, course.isFinite { object["course"] = course }
+        return (try? Array(JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))) ?? []
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Logging
+
+/// Where a consumer's fixes leave the device: ``MQTTUplink`` (OwnTracks, every fix from an outbox) or
+/// ``HomeAssistantUplink`` (the latest fix only).
+package protocol Uplink: Sendable {
+    /// Where it sends, as configured.
+    var endpoint: UplinkEndpoint { get }
+    /// Connects (in the background; a receiver that is not there yet is tried again) and sends what waits.
+    func start()
+    /// Takes a fix the uplink's consumer delivered.
+    func take(_ location: Location)
+    /// What `status` shows of it.
+    var status: UplinkStatus { get }
+    /// Disconnects; what is not acknowledged stays for the next start.
+    func stop()
+}
+
+/// Makes the uplink an endpoint's format calls for.
+package enum Uplinks {
+    /// - Parameter outboxPath: Where an uplink that keeps an outbox keeps it (`nil`: in memory).
+    package static func make(
+        _ endpoint: UplinkEndpoint, outboxPath: String?, logger: Logger
+    ) throws(LocationError) -> any Uplink {
+        switch endpoint.format {
+        case .owntracks: try MQTTUplink(endpoint: endpoint, outboxPath: outboxPath, logger: logger)
+        case .homeassistant: try HomeAssistantUplink(endpoint: endpoint, logger: logger)
+        }
+    }
+}
