@@ -4,7 +4,8 @@ import LocationCore
 /// Where an uplink sends the fixes and how, read from its URL (`--uplink`, the YAML `uplinks:` list):
 ///
 /// `mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE?format=owntracks` (or `mqtts://`, with `ca-file=`) publishes
-/// OwnTracks JSON on `owntracks/OTUSER/OTDEVICE`. Query keys: `interval` (seconds between fixes, 0 for every
+/// OwnTracks JSON on `owntracks/OTUSER/OTDEVICE`; `mqtt://HOST/DEVICE?format=homeassistant` a Home Assistant
+/// device tracker. Query keys: `interval` (seconds between fixes, 0 for every
 /// fix), `distance` and `accuracy` (metres), `window` (messages in flight), `queue` (the most fixes the outbox
 /// keeps), `password-file` (the broker password, first line of the file), `ca-file`, `tid`.
 ///

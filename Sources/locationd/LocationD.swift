@@ -51,7 +51,7 @@ struct LocationD: AsyncParsableCommand {
     var journal: String?
 
     @Option(help: ArgumentHelp(
-        "Send the fixes to a receiver (repeatable): mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE for OwnTracks on an MQTT broker, with ?interval=SEC, distance=M, accuracy=M, window=N, queue=N, password-file=PATH (mqtts:// with ca-file=PATH). Each has its own outbox beside --journal (see docs/UPLINKS.md).",
+        "Send the fixes to a receiver (repeatable; replaces the configuration's uplinks list): mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE for OwnTracks on an MQTT broker, every fix from an outbox beside --journal; mqtt://HOST/DEVICE?format=homeassistant for a Home Assistant device tracker, the newest fix only. Keys: ?interval=SEC, distance=M, accuracy=M, window=N, queue=N, password-file=PATH (mqtts:// with ca-file=PATH); see docs/UPLINKS.md.",
         valueName: "URL"))
     var uplink: [String] = []
 
