@@ -90,7 +90,11 @@ final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_disconnect_callback_set(handle) { _, context, code in
             guard let client = MQTTClient.client(context) else { return }
-            client.handlers.disconnected(code == 0 ? "the connection was closed" : "the connection was lost: \(String(cString: mosquitto_strerror(code)))")
+            // A close this side asked for (code 0) is not a problem to tell.
+            guard code != 0, client.running.withLock({ $0 }) else { return }
+            client.handlers.disconnected(
+                code == MOSQ_ERR_CONN_LOST.rawValue
+                    ? "the connection was lost" : "the connection was lost: \(String(cString: mosquitto_strerror(code)))")
         }
         mosquitto_publish_callback_set(handle) { _, context, messageID in
             MQTTClient.client(context)?.handlers.published(messageID)

@@ -49,7 +49,9 @@ package final class MQTTUplink: Uplink {
         outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
         if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
         let pending = outbox.counts.queued
-        if pending > 0 { logger.info("uplink \(endpoint.name): \(pending) fixes from an earlier run wait for the broker") }
+        if pending > 0 {
+            logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the broker")
+        }
         let link = self.link
         let uplink = Locked<MQTTUplink?>(nil)
         let options = MQTTClient.Options(
@@ -69,7 +71,10 @@ package final class MQTTUplink: Uplink {
                         return link.lastError
                     }
                     logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(wasDown.map { " (after: \($0))" } ?? "")")
-                    uplink.withLock { $0 }?.pump()
+                    guard let tracker = uplink.withLock({ $0 }) else { return }
+                    // OwnTracks' commands to the device (the session is clean: subscribed on every connect).
+                    tracker.client.subscribe(endpoint.topic + "/cmd", qos: 1)
+                    tracker.pump()
                 } else {
                     uplink.withLock { $0 }?.note(error: "\(Self.refusal): \(reason)")
                 }
@@ -86,7 +91,10 @@ package final class MQTTUplink: Uplink {
                 if !refused { uplink.withLock { $0 }?.note(error: reason) }
             },
             published: { messageID in uplink.withLock { $0 }?.acknowledged(messageID) },
-            message: { _, _ in })
+            message: { topic, payload in
+                guard topic == endpoint.topic + "/cmd" else { return }
+                uplink.withLock { $0 }?.command(payload)
+            })
         client = try MQTTClient(options: options, handlers: handlers)
         uplink.withLock { $0 = self }
     }
@@ -118,6 +126,37 @@ package final class MQTTUplink: Uplink {
         }
         link.withLock { $0.lastFix = location.timestamp }
         pump()
+    }
+
+    /// Where the newest fix comes from when a command asks for it (the consumer's manager: the receiver's
+    /// latest, whether or not the uplink's policy sent it).
+    package func answerReportsWith(_ latest: @escaping @Sendable () -> Location?) {
+        latestFix.withLock { $0 = latest }
+    }
+
+    private let latestFix = Locked<(@Sendable () -> Location?)?>(nil)
+
+    /// An OwnTracks command: `reportLocation` is answered at once with the newest fix, `"t":"r"`, beside the
+    /// outbox (it is a reply, not the stream); other commands are not for a device like this one.
+    private func command(_ payload: [UInt8]) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+            object["_type"] as? String == "cmd"
+        else {
+            logger.notice("uplink \(endpoint.name): a message on \(endpoint.topic)/cmd that is not an OwnTracks command was ignored")
+            return
+        }
+        guard object["action"] as? String == "reportLocation" else {
+            logger.notice("uplink \(endpoint.name): the OwnTracks command '\(ValueRange.printable(String(describing: object["action"] ?? "none")))' is not one locationd answers")
+            return
+        }
+        guard let fix = latestFix.withLock({ $0 })?() else {
+            logger.notice("uplink \(endpoint.name): reportLocation asked before any fix; it is answered by none")
+            return
+        }
+        let payload = OwnTracksMessage.location(fix, trackerID: endpoint.trackerID, createdAt: now(), trigger: "r")
+        if case .failure(let error) = client.publish(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
+            note(error: error.message)
+        }
     }
 
     /// Hands the next fixes within the window to libmosquitto.

@@ -12,7 +12,8 @@ enum OwnTracksMessage {
 
     /// A location message: `_type`, `lat`, `lon`, `tst` (the fix time, whole seconds), `acc` (whole metres,
     /// at least 1), and `alt`, `vac`, `vel` (km/h), `cog` where the fix has them, then `tid` and `created_at`.
-    static func location(_ fix: Location, trackerID: String, createdAt: Date) -> [UInt8] {
+    /// `trigger` is OwnTracks' `t` (`r` answers `reportLocation`); absent for the automatic stream.
+    static func location(_ fix: Location, trackerID: String, createdAt: Date, trigger: String? = nil) -> [UInt8] {
         var text = #"{"_type":"location","lat":"#
         text += number(fix.latitude)
         text += #","lon":"#
@@ -25,6 +26,7 @@ enum OwnTracksMessage {
         if let vertical = fix.verticalAccuracy, let value = whole(vertical) { text += #","vac":\#(max(0, value))"# }
         if let speed = fix.speed, let value = whole(speed * 3.6) { text += #","vel":\#(max(0, value))"# }
         if let course = fix.course, let value = whole(course) { text += #","cog":\#(value % 360)"# }
+        if let trigger { text += #","t":"\#(trigger)""# }
         text += #","tid":"\#(trackerID)","created_at":\#(seconds(createdAt))}"#
         return Array(text.utf8)
     }

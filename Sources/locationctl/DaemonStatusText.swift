@@ -31,7 +31,7 @@ extension DaemonStatus {
     /// One uplink: where it sends, whether it is connected, and how far its outbox has got.
     static func uplinkLine(_ uplink: UplinkStatus) -> String {
         var line = "\(uplink.name): \(uplink.connected ? "connected" : "not connected"), \(uplink.queued) queued"
-            + " (\(uplink.inFlight) in flight), \(uplink.acknowledged) acknowledged"
+            + " (\(uplink.inFlight) of them in flight), \(uplink.acknowledged) acknowledged"
         if uplink.droppedFull > 0 { line += ", \(uplink.droppedFull) dropped (outbox full)" }
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
@@ -55,7 +55,11 @@ extension DaemonStatus {
             if let abandonedSince { value += ", gone since \(abandonedSince)" + (keptUntil.map { ", kept until \($0)" } ?? "") }
             appRows.append(("app", value))
         }
-        if let receiver { appRows.append(("receiver", receiver + (apps.map { " for \($0) \($0 == 1 ? "app" : "apps")" } ?? ""))) }
+        if let receiver {
+            let consumers = (apps.map { " for \($0) \($0 == 1 ? "app" : "apps")" } ?? "")
+                + (uplinks.map { $0.isEmpty ? "" : " and \($0.count) \($0.count == 1 ? "uplink" : "uplinks")" } ?? "")
+            appRows.append(("receiver", receiver + consumers))
+        }
         let rows: [(String, String)] = appRows + [
             ("state", state.rawValue + (executingInBackground ? " (\(Self.backgroundDetail(state)))" : "")),
             ("policy", policy.rawValue + policyDetail),

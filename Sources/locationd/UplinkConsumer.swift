@@ -32,6 +32,9 @@ final class UplinkConsumer: LocationManagerDelegate {
         application = Application(configuration: settings.applicationConfiguration)
         manager = try LocationManager(source: source, application: application, configuration: configuration)
         manager.delegate = self
+        if let tracker = uplink as? MQTTUplink {
+            tracker.answerReportsWith { [manager] in manager.location }
+        }
         try application.finishLaunching()
         // An interval is the background's duty cycle; without one the uplink runs as a foreground app does.
         try application.transition(to: endpoint.interval > 0 ? .background : .active)

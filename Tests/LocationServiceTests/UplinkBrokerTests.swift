@@ -221,3 +221,34 @@ extension UplinkBrokerTests {
         #expect(eventually(10) { late.messages.contains { $0.topic == config } && late.messages.contains { $0.topic == attributes } })
     }
 }
+
+extension UplinkBrokerTests {
+    @Test("OwnTracks' reportLocation command on …/cmd is answered at once with the newest fix, t:r", .timeLimit(.minutes(2)))
+    func reportLocationIsAnswered() throws {
+        let directory = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory.file("broker"))
+        try broker.start()
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "owntracks/#")
+        // One fix a minute of track time: a reply is not the stream's next fix.
+        let daemon = try RunningDaemon(
+            directory: directory, source: ["--replay", try Self.track(directory, "walk.gpx", count: 600, from: 0), "--speed", "10"],
+            extra: ["--uplink", "mqtt://127.0.0.1:\(broker.port)/alice/pi?interval=60"])
+        #expect(eventually(30) { !subscriber.locationTimes.isEmpty }, "the stream runs")
+        #expect(try eventually { try Self.uplink(daemon)?.connected == true })
+        _ = try ChildProcess([
+            "mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "owntracks/alice/pi/cmd", "-q", "1",
+            "-m", #"{"_type":"cmd","action":"reportLocation"}"#,
+        ]).wait()
+        var reply: [String: Any]?
+        #expect(eventually(10) {
+            reply = subscriber.messages.first { $0.payload["t"] as? String == "r" }?.payload
+            return reply != nil
+        }, "a reply with t:r")
+        #expect(reply?["_type"] as? String == "location")
+        #expect((reply?["acc"] as? Int ?? 0) >= 1)
+        // The newest fix the receiver gave: at least as new as anything the stream sent before it.
+        let streamed = subscriber.messages.filter { $0.payload["t"] == nil }.compactMap { $0.payload["tst"] as? Int }
+        #expect((reply?["tst"] as? Int ?? 0) >= (streamed.first ?? .max), "\(String(describing: reply)) after \(streamed)")
+        _ = daemon
+    }
+}
