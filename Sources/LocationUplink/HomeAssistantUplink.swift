@@ -29,8 +29,7 @@ package final class HomeAssistantUplink: Uplink {
         /// Availability and discovery messages in flight (their acknowledgements change nothing).
         var announced: Set<Int32> = []
         var acknowledged = 0
-        var lastError: String?
-        var lastErrorSince: Date?
+        var problems = ConnectionProblems()
         var lastAcknowledged: Date?
     }
 
@@ -50,7 +49,7 @@ package final class HomeAssistantUplink: Uplink {
         let state = self.state
         let name = endpoint.name
         let options = MQTTClient.Options(
-            host: endpoint.host, port: endpoint.port, clientID: "locationd-ha-\(endpoint.device)",
+            host: endpoint.host, port: endpoint.port, clientID: endpoint.clientID,
             username: endpoint.username, password: password, caFile: endpoint.caFile,
             will: ("locationd/\(endpoint.device)/availability", Array("offline".utf8), true), maxInflight: 10)
         let handlers = MQTTClient.Handlers(
@@ -60,24 +59,23 @@ package final class HomeAssistantUplink: Uplink {
                     tracker.note(error: "the broker refused the connection: \(reason)")
                     return
                 }
-                let after = state.withLock { state -> String? in
-                    defer {
-                        state.connected = true
-                        state.lastError = nil
-                        state.lastErrorSince = nil
-                    }
-                    return state.lastError
+                let (log, after) = state.withLock { state in
+                    state.connected = true
+                    return state.problems.connected()
                 }
-                logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(after.map { " (after: \($0))" } ?? "")")
+                if log {
+                    logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(after.map { " (after: \($0))" } ?? "")")
+                }
                 tracker.announce()
                 tracker.send()
             },
             disconnected: { reason in
-                let wasConnected = state.withLock { state -> Bool in
+                let refused = state.withLock { state -> Bool in
                     defer { state.connected = false }
-                    return state.connected
+                    return !state.connected && state.problems.current?.hasPrefix("the broker refused") == true
                 }
-                if wasConnected || state.withLock({ $0.lastError == nil }) { uplink.withLock { $0 }?.note(error: reason) }
+                // A broker that refused the connection closes it: the refusal is the problem to show.
+                if !refused { uplink.withLock { $0 }?.note(error: reason) }
             },
             published: { messageID in uplink.withLock { $0 }?.acknowledged(messageID) },
             message: { topic, payload in
@@ -160,14 +158,8 @@ package final class HomeAssistantUplink: Uplink {
     }
 
     private func note(error: String) {
-        let changed = state.withLock { state -> Bool in
-            defer {
-                if state.lastError == nil { state.lastErrorSince = now() }
-                state.lastError = error
-            }
-            return state.lastError != error
-        }
-        if changed { logger.warning("uplink \(endpoint.name): \(error)") }
+        let date = now()
+        if state.withLock({ $0.problems.note(error, at: date) }) { logger.warning("uplink \(endpoint.name): \(error)") }
     }
 
     package var status: UplinkStatus {
@@ -176,7 +168,7 @@ package final class HomeAssistantUplink: Uplink {
                 name: endpoint.name, url: endpoint.text, connected: state.connected,
                 queued: (state.waiting == nil ? 0 : 1) + (state.inFlight == nil ? 0 : 1),
                 inFlight: state.inFlight == nil ? 0 : 1, acknowledged: state.acknowledged, droppedFull: 0,
-                lastError: state.lastError, lastErrorSince: state.lastErrorSince.map(RFC3339.string(from:)),
+                lastError: state.problems.current, lastErrorSince: state.problems.since.map(RFC3339.string(from:)),
                 lastAcknowledged: state.lastAcknowledged.map(RFC3339.string(from:)), outbox: nil)
         }
     }

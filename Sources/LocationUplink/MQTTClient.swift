@@ -44,8 +44,10 @@ final class MQTTClient: @unchecked Sendable {
     private let handle: OpaquePointer
     private let handlers: Handlers
     private let running = Locked(false)
-    /// Whether the current connection was accepted (its backoff then starts again from the shortest delay).
-    private let connectedOnce = Locked(false)
+    /// When the current connection was accepted (CONNACK); `nil` while none is.
+    private let accepted = Locked<ContinuousClock.Instant?>(nil)
+    /// Set by ``stop()``: the network loop ends at this time at the latest.
+    private let stopDeadline = Locked<ContinuousClock.Instant?>(nil)
     /// Wakes the connection's thread from its wait before connecting again (to stop).
     private let wake = DispatchSemaphore(value: 0)
     /// Signalled when the connection's thread ends.
@@ -66,6 +68,9 @@ final class MQTTClient: @unchecked Sendable {
         do throws(LocationError) {
             try check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311)), "set the protocol")
             try check(mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1), "set TCP_NODELAY")
+            // The network loop runs on a thread of ours and publishing happens on others: libmosquitto must
+            // then hand packets to the loop rather than write them from the caller's thread.
+            try check(mosquitto_threaded_set(handle, true), "use threads")
             try check(mosquitto_max_inflight_messages_set(handle, UInt32(max(1, options.maxInflight))), "set the in-flight window")
                 if let username = options.username {
                 try check(mosquitto_username_pw_set(handle, username, options.password), "set the user name")
@@ -85,7 +90,7 @@ final class MQTTClient: @unchecked Sendable {
         }
         mosquitto_connect_callback_set(handle) { _, context, code in
             guard let client = MQTTClient.client(context) else { return }
-            if code == 0 { client.connectedOnce.withLock { $0 = true } }
+            if code == 0 { client.accepted.withLock { $0 = ContinuousClock.now } }
             client.handlers.connected(code, String(cString: mosquitto_connack_string(code)))
         }
         mosquitto_disconnect_callback_set(handle) { _, context, code in
@@ -93,8 +98,7 @@ final class MQTTClient: @unchecked Sendable {
             // A close this side asked for (code 0) is not a problem to tell.
             guard code != 0, client.running.withLock({ $0 }) else { return }
             client.handlers.disconnected(
-                code == MOSQ_ERR_CONN_LOST.rawValue
-                    ? "the connection was lost" : "the connection was lost: \(String(cString: mosquitto_strerror(code)))")
+                code == MOSQ_ERR_CONN_LOST.rawValue ? "the connection was lost" : "the connection was lost: \(MQTTClient.describe(code))")
         }
         mosquitto_publish_callback_set(handle) { _, context, messageID in
             MQTTClient.client(context)?.handlers.published(messageID)
@@ -123,7 +127,9 @@ final class MQTTClient: @unchecked Sendable {
 
     /// libmosquitto's words for an error code (the system's for `MOSQ_ERR_ERRNO`).
     static func describe(_ code: Int32) -> String {
-        code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+        guard code == MOSQ_ERR_ERRNO.rawValue else { return String(cString: mosquitto_strerror(code)) }
+        let number = errno
+        return number == 0 ? "the broker closed it" : String(cString: strerror(number))
     }
 
     /// Starts the connection's thread: it connects, and while the broker is not there (at the start too) or
@@ -141,7 +147,8 @@ final class MQTTClient: @unchecked Sendable {
 
     /// The connection's thread. libmosquitto's own thread (`mosquitto_loop_start`) does not try again when
     /// the first connection fails, so this one does what it does otherwise: run the network loop, and connect
-    /// again after a delay when the connection is lost.
+    /// again after a delay when the connection is lost. The delay starts again from the shortest only after a
+    /// connection that lasted: a broker that accepts and then drops every connection is tried less and less.
     private func runConnection() {
         var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
         var first = true
@@ -151,13 +158,24 @@ final class MQTTClient: @unchecked Sendable {
                 : mosquitto_reconnect_async(handle)
             if code == MOSQ_ERR_SUCCESS.rawValue {
                 first = false
-                // Until the connection ends: a lost connection returns here (its callback told why).
+                let began = ContinuousClock.now
+                var gaveUp = false
+                // Until the connection ends (a lost connection returns here; its callback told why) or, once
+                // stopping, until the goodbye is written.
                 var loop = MOSQ_ERR_SUCCESS.rawValue
-                while loop == MOSQ_ERR_SUCCESS.rawValue, running.withLock({ $0 }) {
-                    loop = mosquitto_loop(handle, 1000, 1)
+                while loop == MOSQ_ERR_SUCCESS.rawValue {
+                    loop = mosquitto_loop(handle, 200, 1)
+                    let now = ContinuousClock.now
+                    if let deadline = stopDeadline.withLock({ $0 }), now > deadline { break }
+                    // A broker that takes the connection and never answers it: given up on, and tried again.
+                    if !gaveUp, accepted.withLock({ $0 }) == nil, now - began > Self.answerTimeout {
+                        gaveUp = true
+                        handlers.disconnected("the broker at \(options.host):\(options.port) did not answer the connection within \(Int(Self.answerTimeout.seconds)) s")
+                        mosquitto_disconnect(handle)
+                    }
                 }
-                if connectedOnce.withLock({ $0 }) { backoff.reset() }
-                connectedOnce.withLock { $0 = false }
+                if let since = accepted.withLock({ $0 }), ContinuousClock.now - since >= Self.lastingConnection { backoff.reset() }
+                accepted.withLock { $0 = nil }
             } else {
                 // A host name that does not resolve, a refused connection: said once per problem by the uplink.
                 handlers.disconnected("cannot connect to \(options.host):\(options.port): \(Self.describe(code))")
@@ -171,15 +189,17 @@ final class MQTTClient: @unchecked Sendable {
         finished.signal()
     }
 
+    /// How long a broker may take to answer a connection before it is given up on.
+    static let answerTimeout: Duration = .seconds(10)
+    /// How long a connection must last for the delay before the next one to start again from the shortest.
+    static let lastingConnection: Duration = .seconds(30)
+
     /// Queues a message; returns its id (the acknowledgement names it) or libmosquitto's reason.
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) -> Result<Int32, LocationError> {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes {
             mosquitto_publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
         }
-        // At QoS 1 a message is queued, with its id, also while the connection is down; libmosquitto then
-        // answers NO_CONN and sends it once connected. Publishing it again would send it twice.
-        if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success(messageID) }
         // At QoS 1 a message is queued, with its id, also while the connection is down; libmosquitto then
         // answers NO_CONN and sends it once connected. Publishing it again would send it twice.
         if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success(messageID) }
@@ -194,17 +214,18 @@ final class MQTTClient: @unchecked Sendable {
         _ = mosquitto_subscribe(handle, nil, topic, qos)
     }
 
-    /// Disconnects (a clean goodbye: the broker then does not publish the will) and ends the thread; in-flight
-    /// messages stay in the caller's outbox.
+    /// Disconnects (a clean goodbye, written before the connection closes: the broker then does not publish
+    /// the will) and ends the thread; in-flight messages stay in the caller's outbox.
     func stop() {
         let wasRunning = running.withLock { running -> Bool in
             defer { running = false }
             return running
         }
         guard wasRunning else { return }
+        // The network loop goes on until the DISCONNECT (and what was queued before it) is written, or 2 s.
+        stopDeadline.withLock { $0 = ContinuousClock.now + .seconds(2) }
         mosquitto_disconnect(handle)
         wake.signal()
-        // The network loop wakes at least once a second.
         _ = finished.wait(timeout: .now() + 5)
     }
 

@@ -22,11 +22,12 @@ package final class MQTTUplink: Uplink {
         /// Acknowledgements that came before `publish` returned their id.
         var early: Set<Int32> = []
         var connected = false
+        var problems = ConnectionProblems()
+        /// Since when the oldest message in flight has waited for its acknowledgement.
+        var waitingSince: Date?
         /// The connection was lost with messages in flight: libmosquitto sends them again once connected, and
         /// nothing newer goes before they are acknowledged (it would overtake them).
         var resending = false
-        var lastError: String?
-        var lastErrorSince: Date?
         var lastAcknowledged: Date?
         var lastFix: Date?
         /// Errors writing the outbox, since the last write that worked.
@@ -55,22 +56,20 @@ package final class MQTTUplink: Uplink {
         let link = self.link
         let uplink = Locked<MQTTUplink?>(nil)
         let options = MQTTClient.Options(
-            host: endpoint.host, port: endpoint.port, clientID: "locationd-\(endpoint.user)-\(endpoint.device)",
+            host: endpoint.host, port: endpoint.port, clientID: endpoint.clientID,
             username: endpoint.username, password: password, caFile: endpoint.caFile,
             will: (endpoint.topic, OwnTracksMessage.lastWill(connectedAt: now()), true), maxInflight: endpoint.window)
         let name = endpoint.name
         let handlers = MQTTClient.Handlers(
             connected: { code, reason in
                 if code == 0 {
-                    let wasDown = link.withLock { link -> String? in
-                        defer {
-                            link.connected = true
-                            link.lastError = nil
-                            link.lastErrorSince = nil
-                        }
-                        return link.lastError
+                    let (log, after) = link.withLock { link in
+                        link.connected = true
+                        return link.problems.connected()
                     }
-                    logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(wasDown.map { " (after: \($0))" } ?? "")")
+                    if log {
+                        logger.info("uplink \(name): connected to \(endpoint.host):\(endpoint.port)\(after.map { " (after: \($0))" } ?? "")")
+                    }
                     guard let tracker = uplink.withLock({ $0 }) else { return }
                     // OwnTracks' commands to the device (the session is clean: subscribed on every connect).
                     tracker.client.subscribe(endpoint.topic + "/cmd", qos: 1)
@@ -85,7 +84,7 @@ package final class MQTTUplink: Uplink {
                         link.connected = false
                         if !link.inFlight.isEmpty { link.resending = true }
                     }
-                    return !link.connected && link.lastError?.hasPrefix(Self.refusal) == true
+                    return !link.connected && link.problems.current?.hasPrefix(Self.refusal) == true
                 }
                 // A broker that refused the connection closes it: the refusal is the problem to show.
                 if !refused { uplink.withLock { $0 }?.note(error: reason) }
@@ -174,6 +173,7 @@ package final class MQTTUplink: Uplink {
                 case .success(let messageID):
                     let acknowledgedAlready = link.withLock { link -> Bool in
                         if link.early.remove(messageID) != nil { return true }
+                        if link.inFlight.isEmpty { link.waitingSince = now() }
                         link.inFlight[messageID] = entry.sequence
                         return false
                     }
@@ -191,6 +191,7 @@ package final class MQTTUplink: Uplink {
     private func acknowledged(_ messageID: Int32) {
         let sequence = link.withLock { link -> UInt64? in
             link.lastAcknowledged = now()
+            link.waitingSince = link.inFlight.count > 1 ? link.lastAcknowledged : nil
             guard let sequence = link.inFlight.removeValue(forKey: messageID) else {
                 link.early.insert(messageID)
                 return nil
@@ -204,24 +205,31 @@ package final class MQTTUplink: Uplink {
     }
 
     private func note(error: String) {
-        let first = link.withLock { link -> Bool in
-            defer {
-                if link.lastError == nil { link.lastErrorSince = now() }
-                link.lastError = error
-            }
-            return link.lastError != error
-        }
-        if first { logger.warning("uplink \(endpoint.name): \(error)") }
+        let date = now()
+        if link.withLock({ $0.problems.note(error, at: date) }) { logger.warning("uplink \(endpoint.name): \(error)") }
     }
+
+    /// A broker that takes messages and acknowledges none (paused, overloaded) is a problem too, once the
+    /// oldest in flight has waited this long.
+    static let acknowledgementWait: TimeInterval = 10
 
     /// What `status` shows of the uplink.
     package var status: UplinkStatus {
         let counts = outbox.counts
+        let date = now()
         return link.withLock { link in
-            UplinkStatus(
+            var problem = link.problems.current
+            var since = link.problems.since
+            if problem == nil, counts.inFlight > 0, let waiting = link.waitingSince,
+                date.timeIntervalSince(waiting) >= Self.acknowledgementWait
+            {
+                problem = "the broker has acknowledged nothing for \(Int(date.timeIntervalSince(waiting))) s"
+                since = waiting
+            }
+            return UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
-                lastError: link.lastError, lastErrorSince: link.lastErrorSince.map(RFC3339.string(from:)),
+                lastError: problem, lastErrorSince: since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
                 outboxProblem: link.writeError)
         }

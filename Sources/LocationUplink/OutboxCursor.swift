@@ -26,22 +26,37 @@ final class OutboxCursor: Sendable {
     private static let magic: [UInt8] = Array("OBC1".utf8)
     private static let size = 32
 
-    init(path: String) {
+    /// Opens (or creates, 0600) the record at `path`; a link, a FIFO or anything but a regular file of its
+    /// own there is refused: every later write must land.
+    init(path: String) throws(LocationError) {
         self.path = path
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            throw LocationError(.journalIO, "cannot open the outbox cursor \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw LocationError(.journalIO, "the outbox cursor \(path) is not a regular file; remove it")
+        }
+        state.withLock { $0.fd = fd }
     }
 
     /// What the record says of the journal at `journalPath` as it is now.
     func acknowledged(journalPath: String) -> Reading {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else {
-            return errno == ENOENT ? .unknown(nil) : .unknown("the outbox cursor \(path) cannot be read: \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: Self.size)
-        guard case .success(Self.size) = SystemIO.read(fd, into: &bytes, upTo: Self.size),
-            Array(bytes[0..<4]) == Self.magic,
-            let record = Self.decode(bytes)
-        else { return .unknown("the outbox cursor \(path) is damaged") }
+        let read = state.withLock { state in
+            bytes.withUnsafeMutableBytes { SystemIO.read(state.fd, into: $0, at: 0) }
+        }
+        switch read {
+        case .success(0): return .unknown(nil)  // new: nothing was acknowledged
+        case .success(Self.size): break
+        case .success: return .unknown("the outbox cursor \(path) is cut short")
+        case .failure(let failure): return .unknown("the outbox cursor \(path) cannot be read: \(failure)")
+        }
+        guard Array(bytes[0..<4]) == Self.magic, let record = Self.decode(bytes) else {
+            return .unknown("the outbox cursor \(path) is damaged")
+        }
         var info = stat()
         guard stat(journalPath, &info) == 0 else { return .unknown(nil) }
         let inode = UInt64(info.st_ino)
@@ -53,12 +68,11 @@ final class OutboxCursor: Sendable {
     /// Writes the record for the journal at `journalPath`: `acknowledged` of its first records (unchanged
     /// when `nil`), and the staged file about to be renamed over it, if any. A failure is not thrown: the
     /// record then says less than is true, and only repeats fixes.
-    func write(journalPath: String, acknowledged: Int?, staged: String?) {
+    ///
+    /// With `sync`, the record is on disk when this returns: a rewrite of the journal depends on it (after a
+    /// power cut, an old count beside a journal rewritten under it would skip fixes never sent).
+    func write(journalPath: String, acknowledged: Int?, staged: String?, sync: Bool = false) {
         state.withLock { state in
-            if state.fd < 0 {
-                state.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-                guard state.fd >= 0 else { return }
-            }
             var info = stat()
             if stat(journalPath, &info) == 0 { state.record.inode = UInt64(info.st_ino) }
             if let acknowledged { state.record.acknowledged = UInt64(max(0, acknowledged)) }
@@ -66,6 +80,7 @@ final class OutboxCursor: Sendable {
             if let staged, stat(staged, &info) == 0 { state.record.staged = UInt64(info.st_ino) }
             let bytes = Self.encode(state.record)
             _ = bytes.withUnsafeBytes { pwrite(state.fd, $0.baseAddress, $0.count, 0) }
+            if sync { fsync(state.fd) }
         }
     }
 

@@ -55,12 +55,29 @@ package struct UplinkEndpoint: Sendable, Hashable {
         }
     }
 
-    /// A name for files and status, made of the URL's parts: `owntracks-USER-DEVICE@HOST-PORT`, or
-    /// `homeassistant-DEVICE@HOST-PORT`.
+    /// A name for files and status: the URL's parts as people read them (`owntracks-USER-DEVICE@HOST-PORT`,
+    /// `homeassistant-DEVICE@HOST-PORT`, other characters as `_`, at most 100), then a hash of the exact parts,
+    /// so that two uplinks whose parts differ never share a name, an outbox or a client id.
     package var name: String {
-        let raw = format == .owntracks ? "\(format.rawValue)-\(user)-\(device)@\(host)-\(port)" : "\(format.rawValue)-\(device)@\(host)-\(port)"
-        return String(raw.map { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.@".contains($0)) ? $0 : "_" })
+        let readable = format == .owntracks ? "\(format.rawValue)-\(user)-\(device)@\(host)-\(port)" : "\(format.rawValue)-\(device)@\(host)-\(port)"
+        let shown = String(readable.map { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.@".contains($0)) ? $0 : "_" }.prefix(100))
+        return shown + "-" + identity
     }
+
+    /// 16 hexadecimal digits of a hash (FNV-1a, 64 bits) of the format, user, device, host and port: the same
+    /// in every run and version.
+    package var identity: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in [format.rawValue, user, device, host, String(port)].joined(separator: "\u{0}").utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The MQTT client id: `locationd` and 14 digits of ``identity`` (23 characters, letters and digits, as
+    /// every broker must take): two uplinks never knock each other off the broker.
+    package var clientID: String { "locationd" + identity.prefix(14) }
 
     static let intervalRange = ValueRange(0...604_800, unit: "s")
     static let windowRange = ValueRange(1...1000, unit: "messages")
@@ -101,8 +118,20 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard let host = components.host, !host.isEmpty else { throw refuse("the host is missing") }
         guard host.count <= 253 else { throw refuse("the host is longer than 253 characters") }
         self.host = host
-        port = components.port ?? (usesTLS ? 8883 : 1883)
-        guard (1...65_535).contains(port) else { throw refuse("the port \(port) is outside 1…65535") }
+        // The port as written: URLComponents gives none for one too large for an Int, which would be the default.
+        let rest = text[schemeEnd.upperBound...]
+        var authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let afterHost = authority.hasPrefix("[") ? authority[(authority.firstIndex(of: "]") ?? authority.startIndex)...].dropFirst() : authority[...]
+        if let colon = afterHost.lastIndex(of: ":") {
+            let written = afterHost[afterHost.index(after: colon)...]
+            guard let number = Int(written), (1...65_535).contains(number), String(number) == written else {
+                throw refuse("the port '\(ValueRange.printable(written))' is not a number in 1…65535")
+            }
+            port = number
+        } else {
+            port = usesTLS ? 8883 : 1883
+        }
         if components.fragment != nil { throw refuse("a URL fragment (#…) means nothing to an uplink") }
 
         format = .owntracks
@@ -118,7 +147,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
             }
             guard seen.insert(name).inserted else { throw refuse("the key \(name) is given twice") }
             guard let value = item.value, !value.isEmpty else { throw refuse("the key \(name) has no value") }
-            let where_ = "\(place) \(name)"
+            let where_ = "\(place) \(name) (in '\(ValueRange.printable(Self.redacted(text), limit: 200))')"
             switch name {
             case "format":
                 guard let format = Format(rawValue: value) else {
@@ -151,6 +180,10 @@ package struct UplinkEndpoint: Sendable, Hashable {
                 if part.contains(where: { "+#\u{0}".contains($0) }) {
                     throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
                 }
+                // Decoded from %XX: what MQTT says a topic should not hold (control characters, noncharacters).
+                if part.unicodeScalars.contains(where: Self.isUnfitForTopics) {
+                    throw refuse("the \(name) '\(ValueRange.printable(part))' holds a control character or a noncharacter, which MQTT topics should not")
+                }
                 if part.utf8.count > Self.longestPart {
                     throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
                 }
@@ -168,7 +201,14 @@ package struct UplinkEndpoint: Sendable, Hashable {
             }
             self.device = String(device)
         }
-        if !seen.contains("tid") { trackerID = String(device.suffix(2)) }
+        // OwnTracks' default: the device's last two characters (here letters and digits, as a tid given is).
+        if !seen.contains("tid") {
+            let letters = device.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }
+            trackerID = letters.count >= 2 ? String(letters.suffix(2)) : "ld"
+        }
+        if let username, username.unicodeScalars.contains(where: Self.isUnfitForTopics) {
+            throw refuse("the user name holds a control character or a noncharacter")
+        }
         if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts://; mqtt:// does not use TLS") }
         if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: mqtt://USER@HOST/…") }
     }
@@ -181,6 +221,12 @@ package struct UplinkEndpoint: Sendable, Hashable {
         let authority = rest[..<authorityEnd]
         guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    /// A control character (C0, DEL, C1) or a Unicode noncharacter.
+    static func isUnfitForTopics(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return value < 0x20 || (0x7F...0x9F).contains(value) || (0xFDD0...0xFDEF).contains(value) || value & 0xFFFE == 0xFFFE
     }
 
     private static func whole(_ text: String, _ range: ValueRange, _ place: String) throws(LocationError) -> Double {
@@ -209,6 +255,11 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard info.st_mode & 0o077 == 0 else {
             throw refuse("may be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 \(path)")
         }
+        guard info.st_uid == geteuid() else {
+            throw refuse("belongs to uid \(info.st_uid), not to locationd's user (uid \(geteuid())); chown it to that user")
+        }
+        // A file that says it is empty is (a /proc file says so too, and holds something else).
+        guard info.st_size > 0 else { throw refuse("has no password on its first line") }
         guard info.st_size <= 4096 else { throw refuse("is larger than 4096 bytes; it should hold one line") }
         var bytes = [UInt8](repeating: 0, count: 4096)
         switch SystemIO.read(fd, into: &bytes, upTo: 4096) {
@@ -217,6 +268,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         }
         let line = bytes.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
         let trimmed = line.last == 0x0D ? line.dropLast() : line[...]
+        guard !trimmed.contains(0) else { throw refuse("holds a NUL byte, which a password cannot") }
         guard let password = String(validating: Array(trimmed), as: UTF8.self), !password.isEmpty else {
             throw refuse("has no password on its first line (or it is not UTF-8)")
         }

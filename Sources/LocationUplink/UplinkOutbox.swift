@@ -66,7 +66,11 @@ final class UplinkOutbox: Sendable {
         }
         let opened = try LocationJournal.open(path: path)
         journal = opened.journal
-        let cursor = OutboxCursor(path: path + ".cursor")
+        let cursor: OutboxCursor
+        do throws(LocationError) { cursor = try OutboxCursor(path: path + ".cursor") } catch {
+            opened.journal.close()
+            throw error
+        }
         self.cursor = cursor
         var problems = opened.contents.problem.map { [$0.message] } ?? []
         let loaded = opened.contents.locations
@@ -89,7 +93,7 @@ final class UplinkOutbox: Sendable {
         cursor.write(journalPath: path, acknowledged: done + dropped, staged: nil)
         opened.journal.onWillReplace { staged in
             // Before the rename: the record accepts the new file (with nothing acknowledged in it) too.
-            cursor.write(journalPath: path, acknowledged: nil, staged: staged)
+            cursor.write(journalPath: path, acknowledged: nil, staged: staged, sync: true)
         }
     }
 
@@ -228,6 +232,6 @@ final class UplinkOutbox: Sendable {
         state.head = 0
         state.fileDone = 0
         state.writeFailed = false
-        cursor?.write(journalPath: journal.path, acknowledged: 0, staged: nil)
+        cursor?.write(journalPath: journal.path, acknowledged: 0, staged: nil, sync: true)
     }
 }

@@ -223,7 +223,7 @@ extension UplinkBrokerTests {
 }
 
 extension UplinkBrokerTests {
-    @Test("OwnTracks' reportLocation command on …/cmd is answered at once with the newest fix, t:r", .timeLimit(.minutes(2)))
+    @Test("OwnTracks' reportLocation command on …/cmd is answered at once with the newest fix, t:r; a clean stop publishes no will", .timeLimit(.minutes(2)))
     func reportLocationIsAnswered() throws {
         let directory = TemporaryDirectory()
         let broker = try MosquittoBroker(directory: directory.file("broker"))
@@ -249,6 +249,12 @@ extension UplinkBrokerTests {
         // The newest fix the receiver gave: at least as new as anything the stream sent before it.
         let streamed = subscriber.messages.filter { $0.payload["t"] == nil }.compactMap { $0.payload["tst"] as? Int }
         #expect((reply?["tst"] as? Int ?? 0) >= (streamed.first ?? .max), "\(String(describing: reply)) after \(streamed)")
-        _ = daemon
+
+        // A clean stop says goodbye: no will. (The broker would publish it before it handles the marker below.)
+        daemon.process.terminate()
+        daemon.process.waitUntilExit()
+        _ = try ChildProcess(["mosquitto_pub", "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", "owntracks/marker", "-m", #"{"_type":"marker"}"#]).wait()
+        #expect(eventually(10) { subscriber.messages.contains { $0.topic == "owntracks/marker" } })
+        #expect(!subscriber.messages.contains { $0.payload["_type"] as? String == "lwt" }, "no will after SIGTERM")
     }
 }

@@ -129,7 +129,7 @@ struct UplinkEndpointTests {
         #expect(tracker.format == .homeassistant)
         #expect(tracker.device == "kitchen_pi")
         #expect(tracker.topic == "locationd/kitchen_pi/attributes")
-        #expect(tracker.name == "homeassistant-kitchen_pi@localhost-1883")
+        #expect(tracker.name.hasPrefix("homeassistant-kitchen_pi@localhost-1883-"))
     }
 
     @Test(
@@ -168,6 +168,13 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/pi?password-file=/pw", "user name"),
             ("mqtt://broker/alice/pi#here", "fragment"),
             ("mqtt://broker/alice/pi?format=homeassistant", "/DEVICE"),
+            ("mqtt://broker:99999999999999999999999/alice/pi", "port"),
+            ("mqtt://broker:1883x/alice/pi", "not a valid URL"),
+            ("mqtt://broker:/alice/pi", "port"),
+            ("mqtt://broker/a%0Ab/pi", "control character"),
+            ("mqtt://broker/alice/p%7Fi", "control character"),
+            ("mqtt://broker/alice/p%C2%80i", "control character"),
+            ("mqtt://broker/alice/p%EF%BF%BFi", "noncharacter"),
             ("mqtt://broker/?format=homeassistant", "/DEVICE"),
             ("mqtt://broker/my%20pi?format=homeassistant", "letters, digits"),
         ])
@@ -194,7 +201,15 @@ struct UplinkEndpointTests {
         chmod(open, 0o644)
         let empty = directory.file("empty")
         _ = FileManager.default.createFile(atPath: empty, contents: Data(), attributes: [.posixPermissions: 0o600])
-        for (path, says) in [(fifo, "not a regular file"), (open, "chmod 600"), (empty, "no password"), (directory.file("none"), "cannot be opened")] {
+        let nul = directory.file("nul")
+        _ = FileManager.default.createFile(atPath: nul, contents: Data("a\u{0}b\n".utf8), attributes: [.posixPermissions: 0o600])
+        let others = directory.file("others")
+        _ = FileManager.default.createFile(atPath: others, contents: Data("secret\n".utf8), attributes: [.posixPermissions: 0o600])
+        #expect(chown(others, geteuid() == 0 ? 65534 : 0, getegid()) == 0 || geteuid() != 0)
+        var cases = [(fifo, "not a regular file"), (open, "chmod 600"), (empty, "no password"), (directory.file("none"), "cannot be opened"),
+                     ("/proc/self/environ", "no password"), (nul, "NUL")]
+        if geteuid() == 0 { cases.append((others, "belongs to uid 65534")) }
+        for (path, says) in cases {
             let endpoint = try UplinkEndpoint(parsing: "mqtt://me@broker/alice/pi?password-file=\(path)")
             do {
                 _ = try endpoint.readPassword()
@@ -262,5 +277,44 @@ struct UplinkConfigurationTests {
         let empty = directory.file("empty.yaml")
         try "uplinks:\n".write(toFile: empty, atomically: true, encoding: .utf8)
         #expect(try await ServiceConfiguration.load(path: empty, environment: [:]).uplinks.isEmpty)
+    }
+}
+
+@Suite("uplink names and outbox files")
+struct UplinkIdentityTests {
+    @Test("uplinks whose parts differ never share a name, an outbox or a client id, whatever characters the parts hold")
+    func differentPartsNeverShareAName() throws {
+        let pairs = [
+            ("mqtt://broker/a-b/c", "mqtt://broker/a/b-c"),
+            ("mqtt://broker/%C3%A4/x", "mqtt://broker/%C3%B6/x"),
+            ("mqtt://localhost/dup/pi", "mqtt://127.0.0.1/dup/pi"),
+            ("mqtt://broker/alice/pi", "mqtt://broker:1884/alice/pi"),
+            ("mqtt://broker/pi?format=homeassistant", "mqtt://broker/x/pi"),
+        ]
+        for (first, second) in pairs {
+            let a = try UplinkEndpoint(parsing: first), b = try UplinkEndpoint(parsing: second)
+            #expect(a.name != b.name, "\(first) and \(second): \(a.name)")
+            #expect(a.clientID != b.clientID, "\(first) and \(second): \(a.clientID)")
+        }
+        let endpoint = try UplinkEndpoint(parsing: "mqtt://broker/alice/pi")
+        #expect(endpoint.clientID.count == 23)
+        #expect(endpoint.clientID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) })
+        #expect(endpoint.name == (try UplinkEndpoint(parsing: "mqtt://broker/alice/pi?interval=30")).name, "a policy is not the receiver")
+        #expect(endpoint.name.hasPrefix("owntracks-alice-pi@broker-1883-"))
+        #expect(try UplinkEndpoint(parsing: "mqtt://broker/alice/b-c").trackerID == "bc")
+    }
+
+    @Test("a cursor planted as a link (or anything but a file) refuses the outbox rather than never being written")
+    func aPlantedCursorIsRefused() throws {
+        let directory = TemporaryDirectory()
+        #expect(symlink(directory.file("elsewhere"), directory.file("outbox.cursor")) == 0)
+        do {
+            _ = try UplinkOutbox(path: directory.file("outbox"), capacity: 10)
+            Issue.record("the outbox was opened")
+        } catch {
+            #expect(error.code == .journalIO)
+            #expect(error.message.contains("outbox.cursor"), "\(error.message)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.file("elsewhere")), "nothing written through the link")
     }
 }
