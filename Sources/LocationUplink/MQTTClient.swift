@@ -196,17 +196,25 @@ final class MQTTClient: @unchecked Sendable {
 
     /// Queues a message; returns its id (the acknowledgement names it) or libmosquitto's reason.
     func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool) -> Result<Int32, LocationError> {
+        publishNoting(topic: topic, payload: payload, qos: qos, retain: retain).map(\.id)
+    }
+
+    /// Queues a message; returns its id, and whether it waits for the next connection (the connection was
+    /// down: libmosquitto sends it once one is up, before anything published after it there).
+    func publishNoting(
+        topic: String, payload: [UInt8], qos: Int32, retain: Bool
+    ) -> Result<(id: Int32, deferred: Bool), LocationError> {
         var messageID: Int32 = 0
         let code = payload.withUnsafeBytes {
             mosquitto_publish(handle, &messageID, topic, Int32($0.count), $0.baseAddress, qos, retain)
         }
         // At QoS 1 a message is queued, with its id, also while the connection is down; libmosquitto then
         // answers NO_CONN and sends it once connected. Publishing it again would send it twice.
-        if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success(messageID) }
+        if code == MOSQ_ERR_NO_CONN.rawValue, qos > 0, messageID != 0 { return .success((messageID, true)) }
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
             return .failure(LocationError(.sourceUnavailable, "cannot publish on \(topic): \(Self.describe(code))"))
         }
-        return .success(messageID)
+        return .success((messageID, false))
     }
 
     /// Subscribes to `topic` (call again after each connect: the session is clean).

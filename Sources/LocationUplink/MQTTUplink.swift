@@ -7,8 +7,9 @@ import Logging
 /// and at most ``UplinkEndpoint/window`` at a time, to the broker at QoS 1, retained (OwnTracks locations);
 /// each leaves the outbox on its PUBACK. Live fixes wait behind a backlog and are never sent before it.
 ///
-/// libmosquitto reconnects (with backoff) and sends again what was in flight when a connection was lost;
-/// a restart of locationd sends again what the outbox's cursor does not record as acknowledged.
+/// The connection's thread connects again (with backoff), and libmosquitto sends again what was in flight when
+/// a connection was lost; a restart of locationd sends again what the outbox's cursor does not record as
+/// acknowledged.
 package final class MQTTUplink: Uplink {
     package let endpoint: UplinkEndpoint
     private let outbox: UplinkOutbox
@@ -21,6 +22,9 @@ package final class MQTTUplink: Uplink {
         var inFlight: [Int32: UInt64] = [:]
         /// Acknowledgements that came before `publish` returned their id.
         var early: Set<Int32> = []
+        /// Replies to `reportLocation` in flight: their acknowledgements concern no fix of the outbox (taken
+        /// for early ones, they could match a later message's reused id and drop it unsent).
+        var replies: Set<Int32> = []
         var connected = false
         var problems = ConnectionProblems()
         /// Since when the oldest message in flight has waited for its acknowledgement.
@@ -29,7 +33,6 @@ package final class MQTTUplink: Uplink {
         /// nothing newer goes before they are acknowledged (it would overtake them).
         var resending = false
         var lastAcknowledged: Date?
-        var lastFix: Date?
         /// Errors writing the outbox, since the last write that worked.
         var writeError: String?
     }
@@ -123,7 +126,6 @@ package final class MQTTUplink: Uplink {
                 logger.error("uplink \(endpoint.name): \(error.message); fixes are kept in memory and written once the outbox can be")
             }
         }
-        link.withLock { $0.lastFix = location.timestamp }
         pump()
     }
 
@@ -153,7 +155,10 @@ package final class MQTTUplink: Uplink {
             return
         }
         let payload = OwnTracksMessage.location(fix, trackerID: endpoint.trackerID, createdAt: now(), trigger: "r")
-        if case .failure(let error) = client.publish(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
+        switch client.publish(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
+        case .success(let messageID):
+            link.withLock { link in if link.early.remove(messageID) == nil { link.replies.insert(messageID) } }
+        case .failure(let error):
             note(error: error.message)
         }
     }
@@ -169,15 +174,21 @@ package final class MQTTUplink: Uplink {
             let entries = outbox.takeUnsent(window: endpoint.window)
             for entry in entries {
                 let payload = OwnTracksMessage.location(entry.location, trackerID: endpoint.trackerID, createdAt: now())
-                switch client.publish(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
-                case .success(let messageID):
+                switch client.publishNoting(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {
+                case .success(let (messageID, deferred)):
                     let acknowledgedAlready = link.withLock { link -> Bool in
                         if link.early.remove(messageID) != nil { return true }
                         if link.inFlight.isEmpty { link.waitingSince = now() }
                         link.inFlight[messageID] = entry.sequence
+                        // The connection went down meanwhile: it is sent first on the next one, then the rest.
+                        if deferred { link.resending = true }
                         return false
                     }
                     if acknowledgedAlready { outbox.acknowledge([entry.sequence]) }
+                    if deferred {
+                        outbox.unsend(from: entry.sequence + 1)
+                        return
+                    }
                 case .failure(let error):
                     // Sent again by the next pump (the next fix, acknowledgement or connection).
                     outbox.unsend(from: entry.sequence)
@@ -193,7 +204,7 @@ package final class MQTTUplink: Uplink {
             link.lastAcknowledged = now()
             link.waitingSince = link.inFlight.count > 1 ? link.lastAcknowledged : nil
             guard let sequence = link.inFlight.removeValue(forKey: messageID) else {
-                link.early.insert(messageID)
+                if link.replies.remove(messageID) == nil { link.early.insert(messageID) }
                 return nil
             }
             if link.inFlight.isEmpty { link.resending = false }

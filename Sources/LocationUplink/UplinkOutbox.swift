@@ -156,11 +156,6 @@ final class UplinkOutbox: Sendable {
         }
     }
 
-    /// Sends everything not acknowledged again, from the oldest (a new connection that lost what was in flight).
-    func unsendAll() {
-        state.withLock { state in state.next = state.base }
-    }
-
     /// Notes the acknowledgement of `sequences`; the acknowledged prefix leaves the outbox.
     func acknowledge(_ sequences: [UInt64]) {
         state.withLock { state in

@@ -38,6 +38,7 @@ enum UplinkCommand {
         }
         print("uplink drain of a \(result.fixes)-fix backlog to mosquitto on loopback, QoS 1, window \(result.window) (medians of \(runs) runs)")
         print(String(format: "  locationd, start to last arrival      %9.0f fixes/s   %6.1f µs CPU a fix", result.rate, result.cpuPerFix * 1e6))
-        print(String(format: "  mosquitto_pub -l -q 1 (no outbox)     %9.0f lines/s   %6.1f µs CPU a line", result.peerRate, result.peerCPUPerFix * 1e6))
+        print(String(format: "  mosquitto_pub -l -q 1 (no outbox)     %9.0f lines/s   %6.1f µs CPU a line   %d of %d arrived (fewest of the runs)",
+                     result.peerRate, result.peerCPUPerFix * 1e6, result.peerArrived, result.fixes))
     }
 }

@@ -1,7 +1,7 @@
 // locationbench: every headline figure of the project next to its peers, measured in one run.
 //
 //   swift run -c release locationbench [--quick] [--json] [--runs N] [--only ITEMS]
-//   swift run -c release locationbench batch|gpx|gpsd [OPTIONS]     one focused measurement (below)
+//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink [OPTIONS]   one focused measurement (below)
 //
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
