@@ -103,7 +103,7 @@ final class UplinkOutbox: Sendable {
     func add(_ location: Location) throws(LocationError) {
         let result: Result<Void, LocationError> = state.withLock { state in
             state.fixes.append(location)
-            var dropped = max(0, state.fixes.count - state.head - capacity)
+            let dropped = max(0, state.fixes.count - state.head - capacity)
             if dropped > 0 {
                 // The oldest go, in flight or not: an acknowledgement that comes for one later changes nothing.
                 state.head += dropped
@@ -112,7 +112,7 @@ final class UplinkOutbox: Sendable {
                 state.acknowledgedAhead = state.acknowledgedAhead.filter { $0 >= state.base }
                 state.fileDone += dropped
                 state.counts.droppedFull += dropped
-                dropped = 0
+                Self.trim(&state)
             }
             guard let journal else { return .success(()) }
             do throws(LocationError) {
@@ -171,16 +171,20 @@ final class UplinkOutbox: Sendable {
             guard advanced > 0 else { return }
             state.counts.acknowledged += advanced
             state.fileDone += advanced
-            // Memory: drop the acknowledged prefix now and then rather than shifting the array each time.
-            if state.head > 4096, state.head * 2 > state.fixes.count {
-                state.fixes.removeFirst(state.head)
-                state.head = 0
-            }
+            Self.trim(&state)
             guard let path = journal?.path, !state.writeFailed else { return }
             if !compactIfDue(&state) {
                 cursor?.write(journalPath: path, acknowledged: state.fileDone, staged: nil)
             }
         }
+    }
+
+    /// Drops the fixes before `head` from memory now and then (not on every acknowledgement or drop, which
+    /// would shift the array each time): a full outbox whose broker is away for days stays at its capacity.
+    private static func trim(_ state: inout State) {
+        guard state.head > 4096, state.head * 2 > state.fixes.count else { return }
+        state.fixes.removeFirst(state.head)
+        state.head = 0
     }
 
     /// Counts for status.
@@ -192,6 +196,9 @@ final class UplinkOutbox: Sendable {
             return counts
         }
     }
+
+    /// How many fixes the outbox holds in memory, acknowledged or dropped ones not yet let go included.
+    var memoryCount: Int { state.withLock { $0.fixes.count } }
 
     /// Syncs and closes the journal (at shutdown).
     func close() {

@@ -64,6 +64,21 @@ struct UplinkOutboxTests {
         #expect(reopened.takeUnsent(window: 100).map(\.location.timestamp) == fixes.suffix(10).map(\.timestamp))
     }
 
+    @Test("a full outbox whose broker stays away keeps its memory and its file within its capacity")
+    func aFullOutboxStaysBounded() throws {
+        let directory = TemporaryDirectory()
+        let outbox = try Self.outbox(directory, capacity: 1000)
+        let fixes = LocationFixtures.walk(count: 20_000)
+        for fix in fixes { try outbox.add(fix) }
+        #expect(outbox.counts.queued == 1000)
+        #expect(outbox.counts.droppedFull == 19_000)
+        #expect(outbox.memoryCount <= 1000 + 4097, "fixes kept in memory: \(outbox.memoryCount)")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: directory.file("outbox"))[.size] as? Int)
+        let perFix = size / max(1, 2 * 1000 + UplinkOutbox.compactionThreshold)
+        #expect(size < 200 * (2 * 1000 + UplinkOutbox.compactionThreshold), "\(size) bytes (\(perFix) a fix)")
+        #expect(outbox.takeUnsent(window: 5000).map(\.location.timestamp) == fixes.suffix(1000).map(\.timestamp))
+    }
+
     @Test("the journal is rewritten once many are acknowledged, and a reopen after it still holds exactly the rest")
     func compactionKeepsTheRest() throws {
         let directory = TemporaryDirectory()
