@@ -114,7 +114,9 @@ struct CommandLinePlotTests {
         #expect(try String(contentsOfFile: roots, encoding: .utf8).contains("<svg"))
     }
 
-    @Test("a GPX file that a replay is still writing, 200 fixes a second, plots every time", .timeLimit(.minutes(1)))
+    @Test(
+        "a GPX file that a replay is still writing, 200 fixes a second, plots every time", .timeLimit(.minutes(1)),
+        .sanitizerExclusion("LocationServiceTests.CommandLinePlotTests/aGrowingFilePlots()"))
     func aGrowingFilePlots() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 100_000)
