@@ -118,14 +118,4 @@ package enum DaemonHandOverBenchmark {
         _ = try client.request(.open(app: "bench", create: false))
         return try client.request(.status).decode(DaemonStatus.self, forKey: "status")
     }
-
-    private static func waitUntil(
-        _ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting: \(what)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
 }

@@ -76,7 +76,7 @@ package enum UplinkDrainBenchmark {
             let start = ContinuousClock.now
             let draining = try ChildProcess([locationd, "--replay", single, "--speed", "1"] + arguments)
             defer { draining.stop() }
-            try await waitUntil("the backlog arrives", timeout: .seconds(600)) { counter.count >= backlog }
+            try await waitUntil("the backlog arrives", timeout: .seconds(600), poll: .milliseconds(5)) { counter.count >= backlog }
             rates.append(Double(backlog) / (ContinuousClock.now - start).secondsValue)
             cpus.append(Self.cpuSeconds(draining.pid) / Double(backlog))
             smallest = min(smallest, backlog)
@@ -134,16 +134,6 @@ package enum UplinkDrainBenchmark {
 
     private static func uplink(socket: String) throws -> UplinkStatus? {
         try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status").uplinks?.first
-    }
-
-    private static func waitUntil(
-        _ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting: \(what)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 
     /// mosquitto on a loopback port, without persistence (the benchmark measures the uplink, not the disk).
