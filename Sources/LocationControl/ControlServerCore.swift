@@ -379,6 +379,15 @@ final class ControlServerCore: Sendable {
     /// Closes connections that failed, were asked to close and have drained, or stalled past their deadline.
     private func reap(_ state: inout ServerState) {
         let now = ContinuousClock.now
+        // A deadline that passed is checked by writing first. Poll reports a Unix socket writable only once its
+        // reader has drained it to a quarter, so a watcher that reads steadily but stays behind by more than
+        // that gets no POLLOUT, and the loop may have been starved of CPU past the deadline: either way, only
+        // a socket that still takes nothing now has a reader that stopped.
+        for (id, connection) in state.connections where !connection.closeNow {
+            if let deadline = connection.stallDeadline, deadline <= now {
+                state.connections[id]?.flush(stallTimeout: configuration.stallTimeout)
+            }
+        }
         let doomed = state.connections.filter { _, connection in
             connection.closeNow || (connection.closeWhenFlushed && connection.output.isEmpty)
                 || (connection.stallDeadline.map { $0 <= now } ?? false)
