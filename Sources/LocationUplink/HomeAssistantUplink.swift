@@ -34,6 +34,9 @@ package final class HomeAssistantUplink: Uplink {
     }
 
     private let state = Locked(State())
+    /// The uplink as its connection's callbacks reach it: a cycle through the client, broken by ``stop()`` so
+    /// that the uplink and its libmosquitto handle are freed.
+    private let reference = Locked<HomeAssistantUplink?>(nil)
 
     /// Home Assistant's discovery prefix and its birth topic.
     static let statusTopic = "homeassistant/status"
@@ -45,7 +48,7 @@ package final class HomeAssistantUplink: Uplink {
         self.logger = logger
         self.now = now
         let password = try endpoint.readPassword()
-        let uplink = Locked<HomeAssistantUplink?>(nil)
+        let uplink = self.reference
         let state = self.state
         let name = endpoint.name
         let options = MQTTClient.Options(
@@ -177,6 +180,7 @@ package final class HomeAssistantUplink: Uplink {
         // Said before the goodbye: a clean stop publishes no will.
         _ = client.publish(topic: availabilityTopic, payload: Array("offline".utf8), qos: 1, retain: true)
         client.stop()
+        reference.withLock { $0 = nil }
     }
 
     /// The discovery config: a GPS device tracker whose position comes from the attributes topic.

@@ -38,6 +38,9 @@ package final class MQTTUplink: Uplink {
     }
 
     private let link = Locked(Link())
+    /// The uplink as its connection's callbacks reach it: a cycle through the client, broken by ``stop()`` so
+    /// that the uplink and its libmosquitto handle are freed.
+    private let reference = Locked<MQTTUplink?>(nil)
     private static let refusal = "the broker refused the connection"
     /// Serializes pumping: one thread hands messages to libmosquitto at a time, in order.
     private let pumping = Locked(())
@@ -57,7 +60,7 @@ package final class MQTTUplink: Uplink {
             logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the broker")
         }
         let link = self.link
-        let uplink = Locked<MQTTUplink?>(nil)
+        let uplink = self.reference
         let options = MQTTClient.Options(
             host: endpoint.host, port: endpoint.port, clientID: endpoint.clientID,
             username: endpoint.username, password: password, caFile: endpoint.caFile,
@@ -250,5 +253,6 @@ package final class MQTTUplink: Uplink {
     package func stop() {
         client.stop()
         outbox.close()
+        reference.withLock { $0 = nil }
     }
 }

@@ -45,7 +45,8 @@ final class LocationDaemon: Service, Sendable {
         self.settings = settings
         self.logger = logger
         self.now = now
-        receiver = SharedReceiver(source: source)
+        // Held until the uplinks' taps are attached (run()): an uplink sends every fix, the first ones too.
+        receiver = SharedReceiver(source: source, held: !settings.uplinks.isEmpty)
         if let journal = settings.journalPath {
             do throws(LocationError) {
                 try AppDirectory.checkJournalDirectory(of: journal)
@@ -89,15 +90,15 @@ final class LocationDaemon: Service, Sendable {
                 throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
             }
             var outbox: String?
-            if let journal = settings.journalPath, endpoint.format == .owntracks {
+            if let journal = settings.journalPath, endpoint.format != .homeassistant {
                 let directory = FilePathText.parent(of: journal) + "/uplinks"
                 if mkdir(directory, 0o700) != 0, errno != EEXIST {
                     throw .cannotCreate("cannot create \(directory) for the uplinks' outboxes: \(String(cString: strerror(errno)))")
                 }
                 do throws(LocationError) { try AppDirectory.checkPrivate(directory) } catch { throw .cannotCreate(error.message) }
                 outbox = "\(directory)/\(endpoint.name).outbox"
-            } else if endpoint.format == .owntracks {
-                logger.warning("uplink \(endpoint.name): without --journal its outbox is in memory only, and a crash loses what the broker has not acknowledged")
+            } else if endpoint.format != .homeassistant {
+                logger.warning("uplink \(endpoint.name): without --journal its outbox is in memory only, and a crash loses what the receiver has not acknowledged")
             }
             do throws(LocationError) {
                 let uplink = try Uplinks.make(endpoint, outboxPath: outbox, logger: logger)
@@ -470,8 +471,18 @@ final class LocationDaemon: Service, Sendable {
                 "state": "\(application.applicationState.rawValue)", "journal": "\(settings.journalPath ?? "none")",
                 "apps": "\(apps.value.count)",
             ])
-        manager.startUpdatingLocation()
+        let tapsBefore = receiver.tapCount
         for consumer in uplinks { consumer.start() }
+        if !uplinks.isEmpty {
+            // Their managers attach their taps from tasks of their own: the source starts once all are there
+            // (or after 5 s whatever happens, so that nothing waits for ever on one that could not).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while receiver.tapCount < tapsBefore + uplinks.count, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            receiver.release()
+        }
+        manager.startUpdatingLocation()
         // Abandoned apps are looked at once a minute (or sooner, when they are kept for less).
         let sweep = Task { [weak self, keep = settings.keepAbandoned] in
             let period = Duration.seconds(min(60, max(1, keep / 2)))

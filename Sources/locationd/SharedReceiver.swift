@@ -55,12 +55,26 @@ package final class SharedReceiver: Sendable {
         var starts = 0
         /// The running source's last status, told to a tap that joins later.
         var lastStatus: LocationSourceStatus?
+        /// Taps attach, but the source does not start until ``release()``.
+        var held = false
     }
 
-    /// Shares `source`; its runs are timed on `clock`.
-    package init(source: any LocationSource, clock: any Clock<Duration> = ContinuousClock()) {
+    /// Shares `source`; its runs are timed on `clock`. A `held` receiver takes taps but starts the source only
+    /// once ``release()`` is called: so that consumers that must see every fix (an uplink, of a replay) are
+    /// attached before the first one comes.
+    package init(source: any LocationSource, clock: any Clock<Duration> = ContinuousClock(), held: Bool = false) {
         self.source = source
         self.clock = clock
+        state.withLock { $0.held = held }
+    }
+
+    /// Starts the source for the taps attached while it was held.
+    package func release() {
+        state.withLock { state in
+            guard state.held else { return }
+            state.held = false
+            applyMode(&state)
+        }
     }
 
     /// A new tap: a ``LocationSource`` for one app's manager.
@@ -176,6 +190,7 @@ package final class SharedReceiver: Sendable {
             }
             return
         }
+        if state.held { return }
         state.mode = wanted
         if let context = state.context {
             context.setMode(wanted)
