@@ -76,12 +76,19 @@ let package = Package(
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // locationd's uplinks: each takes the fixes of its own consumer into a journaled outbox and sends them
-        // to a receiver (an MQTT broker through libmosquitto), leaving the outbox only when acknowledged.
+        // to a receiver (an MQTT broker through libmosquitto, an HTTP server through libcurl), leaving the
+        // outbox only when acknowledged.
         .target(
             name: "LocationUplink",
             dependencies: [
-                "LocationCore", "LocationControl", "CMosquitto", .product(name: "Logging", package: "swift-log"),
+                "LocationCore", "LocationControl", "CMosquitto", "CCurl",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // What locationctl and locationd share (configuration, the app session, output, command-line

@@ -1,7 +1,7 @@
 /// Small JSON writers for the fixed parts of replies, so common replies need no encoder.
-enum JSONText {
+package enum JSONText {
     /// A JSON string literal, quoted and escaped.
-    static func string(_ value: String) -> String {
+    package static func string(_ value: String) -> String {
         var out = "\""
         out.reserveCapacity(value.utf8.count + 2)
         for scalar in value.unicodeScalars {

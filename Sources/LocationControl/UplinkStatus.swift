@@ -26,6 +26,11 @@ public struct UplinkStatus: Codable, Sendable, Hashable {
     public var outbox: String?
     /// Why the outbox cannot be written now (a full disk), while it lasts: fixes are kept in memory meanwhile.
     public var outboxProblem: String?
+    /// Fixes an HTTP server refused for good (a 4xx other than those that mean its configuration), dropped,
+    /// since locationd started; `nil` for an MQTT uplink.
+    public var droppedRefused: Int?
+    /// When the next attempt is due after a failed one (RFC 3339), while the uplink waits to try again.
+    public var nextAttempt: String?
 
     /// Creates a status.
     public init(

@@ -1,4 +1,5 @@
 import Foundation
+import LocationControl
 import LocationCore
 
 /// OwnTracks JSON, as its apps write it and its Recorder, Home Assistant's OwnTracks integration and Traccar
@@ -12,8 +13,11 @@ enum OwnTracksMessage {
 
     /// A location message: `_type`, `lat`, `lon`, `tst` (the fix time, whole seconds), `acc` (whole metres,
     /// at least 1), and `alt`, `vac`, `vel` (km/h), `cog` where the fix has them, then `tid` and `created_at`.
-    /// `trigger` is OwnTracks' `t` (`r` answers `reportLocation`); absent for the automatic stream.
-    static func location(_ fix: Location, trackerID: String, createdAt: Date, trigger: String? = nil) -> [UInt8] {
+    /// `trigger` is OwnTracks' `t` (`r` answers `reportLocation`); absent for the automatic stream. `topic` is
+    /// added in HTTP mode, where no MQTT topic says whose fix it is.
+    static func location(
+        _ fix: Location, trackerID: String, createdAt: Date, trigger: String? = nil, topic: String? = nil
+    ) -> [UInt8] {
         var text = #"{"_type":"location","lat":"#
         text += number(fix.latitude)
         text += #","lon":"#
@@ -27,7 +31,9 @@ enum OwnTracksMessage {
         if let speed = fix.speed, let value = whole(speed * 3.6) { text += #","vel":\#(max(0, value))"# }
         if let course = fix.course, let value = whole(course) { text += #","cog":\#(value % 360)"# }
         if let trigger { text += #","t":"\#(trigger)""# }
-        text += #","tid":"\#(trackerID)","created_at":\#(seconds(createdAt))}"#
+        text += #","tid":"\#(trackerID)","created_at":\#(seconds(createdAt))"#
+        if let topic { text += #","topic":"# + JSONText.string(topic) }
+        text += "}"
         return Array(text.utf8)
     }
 

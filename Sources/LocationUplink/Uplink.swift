@@ -3,8 +3,9 @@ import LocationControl
 import LocationCore
 import Logging
 
-/// Where a consumer's fixes leave the device: ``MQTTUplink`` (OwnTracks, every fix from an outbox) or
-/// ``HomeAssistantUplink`` (the latest fix only).
+/// Where a consumer's fixes leave the device: ``MQTTUplink`` (OwnTracks, every fix from an outbox),
+/// ``HomeAssistantUplink`` (the latest fix only) or ``HTTPUplink`` (an OwnTracks Recorder or Traccar, every fix
+/// from an outbox).
 package protocol Uplink: Sendable {
     /// Where it sends, as configured.
     var endpoint: UplinkEndpoint { get }
@@ -24,8 +25,9 @@ package enum Uplinks {
     package static func make(
         _ endpoint: UplinkEndpoint, outboxPath: String?, logger: Logger
     ) throws(LocationError) -> any Uplink {
-        switch endpoint.format {
-        case .owntracks: try MQTTUplink(endpoint: endpoint, outboxPath: outboxPath, logger: logger)
+        if endpoint.usesHTTP { return try HTTPUplink(endpoint: endpoint, outboxPath: outboxPath, logger: logger) }
+        return switch endpoint.format {
+        case .owntracks, .traccar: try MQTTUplink(endpoint: endpoint, outboxPath: outboxPath, logger: logger)
         case .homeassistant: try HomeAssistantUplink(endpoint: endpoint, logger: logger)
         }
     }

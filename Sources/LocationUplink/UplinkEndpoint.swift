@@ -5,9 +5,11 @@ import LocationCore
 ///
 /// `mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE?format=owntracks` (or `mqtts://`, with `ca-file=`) publishes
 /// OwnTracks JSON on `owntracks/OTUSER/OTDEVICE`; `mqtt://HOST/DEVICE?format=homeassistant` a Home Assistant
-/// device tracker. Query keys: `interval` (seconds between fixes, 0 for every
-/// fix), `distance` and `accuracy` (metres), `window` (messages in flight), `queue` (the most fixes the outbox
-/// keeps), `password-file` (the broker password, first line of the file), `ca-file`, `tid`.
+/// device tracker; `http(s)://[USER@]HOST[:PORT]/PATH?format=owntracks&user=U&device=D` posts OwnTracks JSON
+/// to a Recorder (`/pub`); `http(s)://HOST[:PORT]/?format=traccar&id=DEVICE` posts Traccar's OsmAnd JSON.
+/// Query keys: `interval` (seconds between fixes, 0 for every fix), `distance` and `accuracy` (metres),
+/// `window` (MQTT messages in flight), `queue` (the most fixes the outbox keeps), `password-file` (the
+/// password, first line of the file), `ca-file`, `tid`, and for HTTP `user`, `device` or `id`, and `timeout`.
 ///
 /// Every part is checked here, once: a bad URL is one line naming the part, and nothing starts.
 package struct UplinkEndpoint: Sendable, Hashable {
@@ -17,17 +19,24 @@ package struct UplinkEndpoint: Sendable, Hashable {
         case owntracks
         /// Home Assistant's MQTT discovery of a device tracker: the latest fix only, never a backlog.
         case homeassistant
+        /// Traccar's OsmAnd protocol, a JSON body per fix (HTTP only): every fix, from the outbox, oldest first.
+        case traccar
     }
 
     package var format: Format
     package var host: String
     package var port: Int
-    /// Whether the connection uses TLS (`mqtts://`).
+    /// Whether the connection uses TLS (`mqtts://`, `https://`).
     package var usesTLS: Bool
+    /// Whether the receiver is an HTTP server (`http://`, `https://`) rather than an MQTT broker.
+    package var usesHTTP: Bool
+    /// The HTTP path posted to (`/pub` for the OwnTracks Recorder); `/` for MQTT.
+    package var path = "/"
     package var username: String?
     package var passwordFile: String?
     package var caFile: String?
-    /// The OwnTracks user and device: the topic is `owntracks/USER/DEVICE`.
+    /// The OwnTracks user and device: the topic is `owntracks/USER/DEVICE`. For Traccar, `device` is the
+    /// device's identifier (`id=`).
     package var user: String
     package var device: String
     /// The two-character tracker id OwnTracks shows (default: the device's last two characters).
@@ -42,6 +51,8 @@ package struct UplinkEndpoint: Sendable, Hashable {
     package var window = 10
     /// The most fixes the outbox keeps; past it the oldest are dropped, and counted.
     package var queue = 100_000
+    /// Seconds an HTTP exchange may take before it counts as failed (a server that accepts and never answers).
+    package var timeout = 30.0
 
     /// The URL as given, with nothing secret in it (it never holds a password): for logs and status.
     package let text: String
@@ -52,7 +63,20 @@ package struct UplinkEndpoint: Sendable, Hashable {
         switch format {
         case .owntracks: "owntracks/\(user)/\(device)"
         case .homeassistant: "locationd/\(device)/attributes"
+        case .traccar: ""
         }
+    }
+
+    /// The URL an HTTP uplink posts to: the scheme, host, port and path, and for OwnTracks the Recorder's
+    /// `u` and `d` (it also reads the `X-Limit-U` and `X-Limit-D` headers, which are sent too).
+    package var requestURL: String {
+        var components = URLComponents()
+        components.scheme = usesTLS ? "https" : "http"
+        components.host = host
+        components.port = port
+        components.percentEncodedPath = path
+        if format == .owntracks { components.queryItems = [URLQueryItem(name: "u", value: user), URLQueryItem(name: "d", value: device)] }
+        return components.string ?? ""
     }
 
     /// A name for files and status: the URL's parts as people read them (`owntracks-USER-DEVICE@HOST-PORT`,
@@ -64,11 +88,13 @@ package struct UplinkEndpoint: Sendable, Hashable {
         return shown + "-" + identity
     }
 
-    /// 16 hexadecimal digits of a hash (FNV-1a, 64 bits) of the format, user, device, host and port: the same
-    /// in every run and version.
+    /// 16 hexadecimal digits of a hash (FNV-1a, 64 bits) of the format, user, device, host and port (and for
+    /// HTTP its scheme and path): the same in every run and version.
     package var identity: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in [format.rawValue, user, device, host, String(port)].joined(separator: "\u{0}").utf8 {
+        var parts = [format.rawValue, user, device, host, String(port)]
+        if usesHTTP { parts += [usesTLS ? "https" : "http", path] }
+        for byte in parts.joined(separator: "\u{0}").utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         let hex = String(hash, radix: 16)
@@ -82,10 +108,13 @@ package struct UplinkEndpoint: Sendable, Hashable {
     static let intervalRange = ValueRange(0...604_800, unit: "s")
     static let windowRange = ValueRange(1...1000, unit: "messages")
     static let queueRange = ValueRange(1...10_000_000, unit: "fixes")
+    static let timeoutRange = ValueRange(1...300, unit: "s")
     /// The longest topic part taken: a topic is at most 65,535 bytes, and a receiver's file names are made of them.
     static let longestPart = 128
 
-    private static let keys = ["format", "interval", "distance", "accuracy", "window", "queue", "password-file", "ca-file", "tid"]
+    private static let keys = [
+        "format", "interval", "distance", "accuracy", "window", "queue", "password-file", "ca-file", "tid", "user", "device", "id", "timeout",
+    ]
 
     /// Parses and checks `text`.
     ///
@@ -103,9 +132,12 @@ package struct UplinkEndpoint: Sendable, Hashable {
         }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
         switch scheme {
-        case "mqtt": usesTLS = false
-        case "mqtts": usesTLS = true
-        default: throw refuse("the scheme '\(ValueRange.printable(scheme))' is not one an uplink speaks; use mqtt:// or mqtts://")
+        case "mqtt": (usesTLS, usesHTTP) = (false, false)
+        case "mqtts": (usesTLS, usesHTTP) = (true, false)
+        case "http": (usesTLS, usesHTTP) = (false, true)
+        case "https": (usesTLS, usesHTTP) = (true, true)
+        default:
+            throw refuse("the scheme '\(ValueRange.printable(scheme))' is not one an uplink speaks; use mqtt://, mqtts://, http:// or https://")
         }
         guard let components = URLComponents(string: text) else { throw refuse("not a valid URL") }
         if components.password != nil {
@@ -130,7 +162,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
             }
             port = number
         } else {
-            port = usesTLS ? 8883 : 1883
+            port = usesHTTP ? (usesTLS ? 443 : 80) : (usesTLS ? 8883 : 1883)
         }
         if components.fragment != nil { throw refuse("a URL fragment (#…) means nothing to an uplink") }
 
@@ -140,6 +172,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         trackerID = ""
         self.text = text
         var seen = Set<String>()
+        var named: [String: String] = [:]
         for item in components.queryItems ?? [] {
             let name = item.name
             guard Self.keys.contains(name) else {
@@ -157,7 +190,6 @@ package struct UplinkEndpoint: Sendable, Hashable {
             case "interval": interval = try Self.intervalRange.value(parsing: value, for: where_)
             case "distance": distance = try ValueRange.distance.value(parsing: value, for: where_)
             case "accuracy": accuracy = try ValueRange.distance.value(parsing: value, for: where_)
-            case "window": window = Int(try Self.whole(value, Self.windowRange, where_))
             case "queue": queue = Int(try Self.whole(value, Self.queueRange, where_))
             case "password-file": passwordFile = value
             case "ca-file": caFile = value
@@ -166,40 +198,85 @@ package struct UplinkEndpoint: Sendable, Hashable {
                     throw refuse("tid must be two letters or digits")
                 }
                 trackerID = value
+            case "timeout":
+                guard usesHTTP else { throw refuse("timeout is for http:// and https://") }
+                timeout = try Self.timeoutRange.value(parsing: value, for: where_)
+            case "user", "device", "id":
+                guard usesHTTP else {
+                    throw refuse("the key \(name) is for http:// and https://; an MQTT uplink names its user and device in its path")
+                }
+                named[name] = value
+            case "window":
+                guard !usesHTTP else {
+                    throw refuse("window is for MQTT: an HTTP uplink posts one fix at a time and waits for its answer")
+                }
+                window = Int(try Self.whole(value, Self.windowRange, where_))
             default: break
             }
         }
         // The path, as the format reads it.
         let parts = components.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        switch format {
-        case .owntracks:
-            guard parts.count == 2, let user = parts.first, let device = parts.last, !user.isEmpty, !device.isEmpty else {
-                throw refuse("the path must be /USER/DEVICE (the OwnTracks topic owntracks/USER/DEVICE)")
-            }
-            for (name, part) in [("user", user), ("device", device)] {
-                if part.contains(where: { "+#\u{0}".contains($0) }) {
-                    throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
+        if usesHTTP {
+            window = 1
+            path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+            switch format {
+            case .owntracks:
+                for key in ["user", "device"] where named[key] == nil {
+                    throw refuse("OwnTracks over HTTP needs user= and device= (the Recorder files fixes under them)")
                 }
-                // Decoded from %XX: what MQTT says a topic should not hold (control characters, noncharacters).
-                if part.unicodeScalars.contains(where: Self.isUnfitForTopics) {
-                    throw refuse("the \(name) '\(ValueRange.printable(part))' holds a control character or a noncharacter, which MQTT topics should not")
+                if named["id"] != nil { throw refuse("id is for format=traccar; OwnTracks takes user= and device=") }
+            case .traccar:
+                guard named["id"] != nil else { throw refuse("Traccar needs id=DEVICE, the device's identifier in Traccar") }
+                if named["user"] != nil || named["device"] != nil {
+                    throw refuse("user and device are for format=owntracks; Traccar takes id=")
                 }
-                if part.utf8.count > Self.longestPart {
-                    throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
+            case .homeassistant:
+                throw refuse("Home Assistant's device trackers are reached over MQTT (mqtt://HOST/DEVICE?format=homeassistant)")
+            }
+            for (key, value) in named.sorted(by: { $0.key < $1.key }) {
+                if value.unicodeScalars.contains(where: Self.isUnfitForTopics) {
+                    throw refuse("the \(key) '\(ValueRange.printable(value))' holds a control character or a noncharacter")
+                }
+                if value.utf8.count > Self.longestPart { throw refuse("the \(key) is longer than \(Self.longestPart) bytes") }
+                if format == .owntracks, value.contains(where: { "+#/".contains($0) }) {
+                    throw refuse("the \(key) '\(ValueRange.printable(value))' holds +, # or /, which an OwnTracks topic part cannot")
                 }
             }
-            self.user = String(user)
-            self.device = String(device)
-        case .homeassistant:
-            guard parts.count == 1, let device = parts.first, !device.isEmpty else {
-                throw refuse("the path must be /DEVICE (the device tracker's id in Home Assistant)")
+            user = named["user"] ?? ""
+            device = named["device"] ?? named["id"] ?? ""
+        } else {
+            switch format {
+            case .traccar:
+                throw refuse("Traccar is reached over HTTP: http://HOST:5055/?format=traccar&id=DEVICE")
+            case .owntracks:
+                guard parts.count == 2, let user = parts.first, let device = parts.last, !user.isEmpty, !device.isEmpty else {
+                    throw refuse("the path must be /USER/DEVICE (the OwnTracks topic owntracks/USER/DEVICE)")
+                }
+                for (name, part) in [("user", user), ("device", device)] {
+                    if part.contains(where: { "+#\u{0}".contains($0) }) {
+                        throw refuse("the \(name) '\(ValueRange.printable(part))' holds +, # or NUL, which MQTT topics cannot")
+                    }
+                    // Decoded from %XX: what MQTT says a topic should not hold (control characters, noncharacters).
+                    if part.unicodeScalars.contains(where: Self.isUnfitForTopics) {
+                        throw refuse("the \(name) '\(ValueRange.printable(part))' holds a control character or a noncharacter, which MQTT topics should not")
+                    }
+                    if part.utf8.count > Self.longestPart {
+                        throw refuse("the \(name) is longer than \(Self.longestPart) bytes")
+                    }
+                }
+                self.user = String(user)
+                self.device = String(device)
+            case .homeassistant:
+                guard parts.count == 1, let device = parts.first, !device.isEmpty else {
+                    throw refuse("the path must be /DEVICE (the device tracker's id in Home Assistant)")
+                }
+                guard device.utf8.count <= Self.longestPart,
+                    device.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
+                else {
+                    throw refuse("the device '\(ValueRange.printable(device))' must be letters, digits, _ and - (at most \(Self.longestPart)): Home Assistant makes ids of it")
+                }
+                self.device = String(device)
             }
-            guard device.utf8.count <= Self.longestPart,
-                device.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
-            else {
-                throw refuse("the device '\(ValueRange.printable(device))' must be letters, digits, _ and - (at most \(Self.longestPart)): Home Assistant makes ids of it")
-            }
-            self.device = String(device)
         }
         // OwnTracks' default: the device's last two characters (here letters and digits, as a tid given is).
         if !seen.contains("tid") {
@@ -209,7 +286,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         if let username, username.unicodeScalars.contains(where: Self.isUnfitForTopics) {
             throw refuse("the user name holds a control character or a noncharacter")
         }
-        if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts://; mqtt:// does not use TLS") }
+        if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts:// and https://; \(scheme):// does not use TLS") }
         if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: mqtt://USER@HOST/…") }
     }
 

@@ -33,8 +33,10 @@ extension DaemonStatus {
         var line = "\(uplink.name): \(uplink.connected ? "connected" : "not connected"), \(uplink.queued) queued"
             + " (\(uplink.inFlight) of them in flight), \(uplink.acknowledged) acknowledged"
         if uplink.droppedFull > 0 { line += ", \(uplink.droppedFull) dropped (outbox full)" }
+        if let refused = uplink.droppedRefused, refused > 0 { line += ", \(refused) dropped (refused by the server)" }
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
+        if let next = uplink.nextAttempt { line += "; next attempt at \(next)" }
         if uplink.outbox == nil { line += "; outbox in memory only (no --journal)" }
         if let problem = uplink.outboxProblem { line += "; outbox not written (fixes kept in memory): \(problem)" }
         return line

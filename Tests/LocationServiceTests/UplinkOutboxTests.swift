@@ -147,12 +147,79 @@ struct UplinkEndpointTests {
         #expect(tracker.name.hasPrefix("homeassistant-kitchen_pi@localhost-1883-"))
     }
 
+    @Test("HTTP URLs: OwnTracks to a Recorder and Traccar, each with its request URL, default port and a name of its own")
+    func httpURLsAreRead() throws {
+        let recorder = try UplinkEndpoint(parsing: "https://me@owntracks.example/pub?user=alice&device=pi&timeout=5")
+        #expect(recorder.usesHTTP && recorder.usesTLS)
+        #expect(recorder.port == 443)
+        #expect(recorder.format == .owntracks)
+        #expect(recorder.requestURL == "https://owntracks.example:443/pub?u=alice&d=pi")
+        #expect(recorder.topic == "owntracks/alice/pi")
+        #expect(recorder.timeout == 5)
+        #expect(recorder.window == 1)
+        let traccar = try UplinkEndpoint(parsing: "http://traccar.example:5055/?format=traccar&id=my%20pi")
+        #expect(traccar.port == 5055)
+        #expect(traccar.device == "my pi")
+        #expect(traccar.requestURL == "http://traccar.example:5055/")
+        #expect(traccar.name.hasPrefix("traccar-my_pi@traccar.example-5055-"))
+        #expect(try UplinkEndpoint(parsing: "http://traccar/?format=traccar&id=x").port == 80)
+        // The same user and device over MQTT and over HTTP, to the same host and port: two outboxes.
+        let mqtt = try UplinkEndpoint(parsing: "mqtt://owntracks.example:443/alice/pi")
+        #expect(mqtt.name != recorder.name)
+        #expect(mqtt.name.hasPrefix("owntracks-alice-pi@owntracks.example-443-"))
+    }
+
+    @Test("a Traccar body carries all six coordinates, -1 for an unknown speed or heading, and the fix time to the millisecond")
+    func aTraccarBodyIsAsTraccarReadsIt() throws {
+        var fix = LocationFixtures.walk(3)
+        fix.speed = nil
+        fix.course = nil
+        fix.altitude = nil
+        fix.horizontalAccuracy = nil
+        fix.hdop = nil
+        let bytes = TraccarMessage.location(fix, deviceID: "pi \"1\"")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["device_id"] as? String == "pi \"1\"")
+        let location = try #require(object["location"] as? [String: Any])
+        #expect(location["timestamp"] as? String == RFC3339.string(from: fix.timestamp))
+        let coords = try #require(location["coords"] as? [String: Any])
+        #expect(Set(coords.keys) == ["latitude", "longitude", "accuracy", "speed", "heading", "altitude"])
+        #expect(coords["speed"] as? Double == -1)
+        #expect(coords["heading"] as? Double == -1)
+        #expect(coords["altitude"] as? Double == 0)
+        #expect(coords["accuracy"] as? Double == Double(OwnTracksMessage.unknownAccuracy))
+        #expect(abs((coords["latitude"] as? Double ?? 0) - fix.latitude) < 1e-7)
+        fix.speed = 2.5
+        fix.course = 720.5
+        let moving = try #require(try JSONSerialization.jsonObject(with: Data(TraccarMessage.location(fix, deviceID: "pi"))) as? [String: Any])
+        let movingCoords = try #require((moving["location"] as? [String: Any])?["coords"] as? [String: Any])
+        #expect(movingCoords["speed"] as? Double == 2.5)
+        #expect(movingCoords["heading"] as? Double == 0.5)
+        #expect((moving["location"] as? [String: Any])?["is_moving"] as? Bool == true)
+    }
+
     @Test(
         "every malformed part is refused with a line that names it",
         arguments: [
             ("", "not a URL"),
             ("broker/alice/pi", "not a URL"),
-            ("http://broker/alice/pi", "scheme"),
+            ("ftp://broker/alice/pi", "scheme"),
+            ("http://recorder/pub?format=owntracks&user=alice", "user= and device="),
+            ("http://traccar:5055/?format=traccar", "id=DEVICE"),
+            ("http://traccar:5055/?format=traccar&id=x&user=a", "user and device are for format=owntracks"),
+            ("http://recorder/pub?user=a&device=b&id=c", "id is for format=traccar"),
+            ("http://broker/?format=homeassistant&id=x", "over MQTT"),
+            ("mqtt://broker/alice/pi?format=traccar", "over HTTP"),
+            ("mqtt://broker/alice/pi?user=a", "for http://"),
+            ("mqtt://broker/alice/pi?timeout=5", "timeout is for http"),
+            ("http://recorder/pub?user=a&device=b&window=3", "window is for MQTT"),
+            ("http://traccar/?format=traccar&id=a%0Ab", "control character"),
+            ("http://recorder/pub?user=a/b&device=c", "+, # or /"),
+            ("http://traccar/?format=traccar&id=x&timeout=1e9", "above"),
+            ("http://traccar/?format=traccar&id=x&timeout=nan", "not a number"),
+            ("http://traccar/?format=traccar&id=x&ca-file=/ca.pem", "mqtts:// and https://"),
+            ("http://recorder/pub?user=a&device=b&password-file=/pw", "user name"),
+            ("https://me:secret@recorder/pub?user=a&device=b", "password-file"),
             ("mqtt://user:secret@broker/alice/pi", "password-file"),
             ("mqtt:///alice/pi", "host"),
             ("mqtt://broker:0/alice/pi", "port"),

@@ -1,0 +1,236 @@
+import Foundation
+import LocationControl
+import LocationCore
+import Logging
+
+/// An uplink to an HTTP server: an OwnTracks Recorder (`POST /pub`, OwnTracks JSON with its topic) or Traccar
+/// (its OsmAnd protocol's JSON body). The fixes its consumer takes go into its outbox; a thread of its own
+/// posts them one at a time, oldest first, and each leaves the outbox on a 2xx answer.
+///
+/// What an answer means:
+/// - 2xx: delivered.
+/// - 400, 413, 415, 422 and the other 4xx not listed below: the server will never take this fix (a poison
+///   message): it is dropped, counted, and the first of each status is logged; the next fix goes on.
+/// - 401, 403, 404, 405, 407, 408, 421, 429 and 5xx, and no answer at all (refused, unreachable, timed out, TLS):
+///   the server or its configuration, not the fix (a wrong password, path or device id would otherwise
+///   drop every fix): the same fix is posted again after a backoff of 1 s doubling to 30 s.
+///
+/// Live fixes wait behind a backlog and are never sent before it: Traccar ignores events of late fixes.
+package final class HTTPUplink: Uplink {
+    package let endpoint: UplinkEndpoint
+    private let outbox: UplinkOutbox
+    private let client: HTTPClient
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+
+    private struct Link {
+        var problems = ConnectionProblems()
+        var connected = false
+        var lastAcknowledged: Date?
+        var writeError: String?
+        var rejected = 0
+        var loggedRejections: Set<Int> = []
+        var stopping = false
+        var started = false
+        /// A fix came (or the uplink stops): the sender looks again before its backoff ends.
+        var wake = false
+        /// When the next attempt is due after a failure.
+        var retryAt: Date?
+    }
+
+    private let link = Locked(Link())
+    private let condition = NSCondition()
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// The longest wait between two attempts, and the first.
+    static let longestBackoff: TimeInterval = 30
+    static let firstBackoff: TimeInterval = 1
+
+    /// Statuses that say the server or the uplink's configuration is wrong, or the server is busy, not that
+    /// this fix is: the fix is posted again.
+    static let retriedStatuses: Set<Int> = [401, 403, 404, 405, 407, 408, 421, 425, 429]
+
+    /// Opens the outbox (`outboxPath`, or memory only) and prepares the connection; ``start()`` sends.
+    package init(
+        endpoint: UplinkEndpoint, outboxPath: String?, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(LocationError) {
+        self.endpoint = endpoint
+        self.logger = logger
+        self.now = now
+        let password = try endpoint.readPassword()
+        var headers: [String] = []
+        if endpoint.format == .owntracks {
+            // The Recorder reads the user and device from these headers or from u= and d=; both are sent.
+            headers = ["X-Limit-U: \(endpoint.user)", "X-Limit-D: \(endpoint.device)"]
+        }
+        client = try HTTPClient(
+            options: HTTPClient.Options(
+                url: endpoint.requestURL, headers: headers, username: endpoint.username, password: password,
+                caFile: endpoint.caFile, requestTimeout: ValueRange.duration(clampingSeconds: endpoint.timeout)))
+        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
+        if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
+        let pending = outbox.counts.queued
+        if pending > 0 {
+            logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the server")
+        }
+    }
+
+    /// Starts the sending thread.
+    package func start() {
+        let first = link.withLock { link -> Bool in
+            defer { link.started = true }
+            return !link.started && !link.stopping
+        }
+        guard first else { return }
+        let thread = Thread { [self] in
+            send()
+            finished.signal()
+        }
+        thread.name = "uplink \(endpoint.name)"
+        thread.start()
+    }
+
+    /// Takes a fix the uplink's consumer delivered: journaled first, then sent behind what waits.
+    package func take(_ location: Location) {
+        if let accuracy = endpoint.accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
+        do throws(LocationError) {
+            try outbox.add(location)
+            let recovered = link.withLock { link -> String? in
+                defer { link.writeError = nil }
+                return link.writeError
+            }
+            if recovered != nil { logger.notice("uplink \(endpoint.name): the outbox is written again") }
+        } catch {
+            let first = link.withLock { link -> Bool in
+                defer { link.writeError = error.message }
+                return link.writeError == nil
+            }
+            if first {
+                logger.error("uplink \(endpoint.name): \(error.message); fixes are kept in memory and written once the outbox can be")
+            }
+        }
+        signal()
+    }
+
+    private func signal() {
+        condition.lock()
+        link.withLock { $0.wake = true }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// The sending thread: one post at a time, the oldest unsent fix first.
+    private func send() {
+        var backoff = Self.firstBackoff
+        while true {
+            guard let entry = nextFix() else { return }
+            let body: [UInt8] =
+                switch endpoint.format {
+                case .traccar: TraccarMessage.location(entry.location, deviceID: endpoint.device)
+                default:
+                    OwnTracksMessage.location(
+                        entry.location, trackerID: endpoint.trackerID, createdAt: now(), topic: endpoint.topic)
+                }
+            switch client.post(body) {
+            case .cancelled:
+                outbox.unsend(from: entry.sequence)
+                return
+            case .answered(let status, _) where (200...299).contains(status):
+                backoff = Self.firstBackoff
+                let (log, after) = link.withLock { link in
+                    link.retryAt = nil
+                    link.lastAcknowledged = now()
+                    link.connected = true
+                    return link.problems.connected()
+                }
+                outbox.acknowledge([entry.sequence])
+                if log {
+                    logger.info("uplink \(endpoint.name): the server at \(endpoint.host):\(endpoint.port) takes fixes\(after.map { " (after: \($0))" } ?? "")")
+                }
+            case .answered(let status, let answer) where (400...499).contains(status) && !Self.retriedStatuses.contains(status):
+                backoff = Self.firstBackoff
+                let first = link.withLock { link in
+                    link.retryAt = nil
+                    link.connected = true
+                    link.rejected += 1
+                    return link.loggedRejections.insert(status).inserted
+                }
+                outbox.acknowledge([entry.sequence])
+                if first {
+                    logger.warning("uplink \(endpoint.name): the server refused the fix of \(RFC3339.string(from: entry.location.timestamp)) with \(status)\(answer.isEmpty ? "" : " (\(answer))"); it is dropped, and later refusals with \(status) are counted in status")
+                }
+            case .answered(let status, let answer):
+                outbox.unsend(from: entry.sequence)
+                let hint = status == 404 && endpoint.format == .traccar ? "; is there a device with the identifier \(endpoint.device) in Traccar?" : ""
+                fail("the server answered \(status)\(answer.isEmpty ? "" : " (\(answer))")\(hint)", backoff: &backoff)
+            case .failed(let reason):
+                outbox.unsend(from: entry.sequence)
+                link.withLock { $0.connected = false }
+                fail("cannot reach \(endpoint.host):\(endpoint.port): \(reason)", backoff: &backoff)
+            }
+        }
+    }
+
+    /// Notes a failed attempt and schedules the next after `backoff`, which then doubles (to 30 s at most).
+    private func fail(_ problem: String, backoff: inout TimeInterval) {
+        let date = now()
+        let log = link.withLock { link in
+            link.retryAt = date.addingTimeInterval(backoff)
+            return link.problems.note(problem, at: date)
+        }
+        if log { logger.warning("uplink \(endpoint.name): \(problem); trying again, at most every \(Int(Self.longestBackoff)) s") }
+        backoff = min(backoff * 2, Self.longestBackoff)
+    }
+
+    /// Waits for the next fix to send (and for a backoff to end); `nil` once the uplink stops.
+    private func nextFix() -> UplinkOutbox.Entry? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let (stopping, retryAt) = link.withLock { link in
+                link.wake = false
+                return (link.stopping, link.retryAt)
+            }
+            if stopping { return nil }
+            if let retryAt, retryAt > now() {
+                _ = condition.wait(until: Date(timeIntervalSinceNow: retryAt.timeIntervalSince(now())))
+                if link.withLock({ $0.stopping }) { return nil }
+                if retryAt > now() { continue }
+            }
+            if let entry = outbox.takeUnsent(window: 1).first { return entry }
+            // Nothing waits: sleep until a fix comes (checked under the condition's lock, so none is missed).
+            if !link.withLock({ $0.wake || $0.stopping }) { condition.wait() }
+        }
+    }
+
+    /// What `status` shows of the uplink.
+    package var status: UplinkStatus {
+        let counts = outbox.counts
+        return link.withLock { link in
+            var status = UplinkStatus(
+                name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
+                inFlight: counts.inFlight, acknowledged: counts.acknowledged - link.rejected,
+                droppedFull: counts.droppedFull, lastError: link.problems.current,
+                lastErrorSince: link.problems.since.map(RFC3339.string(from:)),
+                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
+                outboxProblem: link.writeError)
+            status.droppedRefused = link.rejected
+            status.nextAttempt = link.retryAt.map(RFC3339.string(from:))
+            return status
+        }
+    }
+
+    /// Ends a post under way, stops the thread and closes the outbox; what was not acknowledged stays in it.
+    package func stop() {
+        let started = link.withLock { link -> Bool in
+            link.stopping = true
+            return link.started
+        }
+        client.cancel()
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+        if started { finished.wait() }
+        outbox.close()
+    }
+}
