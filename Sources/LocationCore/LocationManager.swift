@@ -46,6 +46,10 @@ public final class LocationManager: Sendable {
         var heldReceipts: [@Sendable () -> Void] = []
         /// The fix times of the held fixes last handed over, which a holder that had no word of them hands over again.
         var lastHandedOver: Set<Date> = []
+        /// The fix times of held fixes restored from this app's journal and delivered in this run: a holder
+        /// that handed them to a run that was killed before the delegate had them (so it had no word) hands
+        /// them over again, and they are not delivered twice. At most one batch's worth is kept.
+        var deliveredFromJournal: Set<Date> = []
         /// Whether the batch holds fixes restored from the journal rather than held in this run.
         var batchIsRestored = false
         var location: Location?
@@ -272,6 +276,9 @@ public final class LocationManager: Sendable {
     /// How many fixes are held for the next foreground.
     public var heldCount: Int { state.withLock { $0.batch.count } }
 
+    /// The held fixes, oldest first (a copy; for tests and diagnostics).
+    package var heldLocations: [Location] { state.withLock { $0.batch.peek() } }
+
     /// How many held fixes were dropped for lack of room since the manager started.
     public var droppedCount: Int { state.withLock { $0.totalDropped + $0.batch.droppedCount } }
 
@@ -491,7 +498,8 @@ public final class LocationManager: Sendable {
         // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
         // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
         // already delivered may never have reached the app.
-        let known = state.batch.isEmpty ? state.lastHandedOver : Set(state.batch.peek().map(\.timestamp)).union(state.lastHandedOver)
+        var known = state.lastHandedOver.union(state.deliveredFromJournal)
+        if !state.batch.isEmpty { known.formUnion(state.batch.peek().map(\.timestamp)) }
         let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
         state.lastHandedOver = Set(locations.map(\.timestamp))
         // Delivered at once, nothing held here and no journal to keep them in: handed to the delegate as they
@@ -738,6 +746,10 @@ public final class LocationManager: Sendable {
     /// Delivers the held batch as one event, then clears the journal of what was delivered.
     private func flush(_ state: inout State, reason: HeldBatchReason, handedOver: [Location] = []) {
         var (locations, dropped) = state.batch.drain()
+        if state.batchIsRestored, journal != nil {
+            if state.deliveredFromJournal.count + locations.count > state.batch.capacity { state.deliveredFromJournal = [] }
+            state.deliveredFromJournal.formUnion(locations.map(\.timestamp))
+        }
         if locations.isEmpty { locations = handedOver } else { locations += handedOver }
         state.batchIsRestored = false
         state.totalDropped += dropped

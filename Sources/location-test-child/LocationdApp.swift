@@ -53,7 +53,8 @@ enum LocationdApp {
         while let command = readLine() {
             if command == "quit" { break }
             if command == "held" {
-                FileHandle.standardOutput.write(Data(#"{"event":"held","count":\#(manager.heldCount)}"#.utf8 + Data("\n".utf8)))
+                let times = manager.heldLocations.map { String(format: "%.3f", $0.timestamp.timeIntervalSince1970) }.joined(separator: ",")
+                FileHandle.standardOutput.write(Data(#"{"event":"held","count":\#(manager.heldCount),"times":[\#(times)]}"#.utf8 + Data("\n".utf8)))
                 continue
             }
             if command == "active", application.applicationState != .active {

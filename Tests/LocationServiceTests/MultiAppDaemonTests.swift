@@ -731,9 +731,14 @@ final class LocationdAppProcess: Sendable {
 
     /// The track times of the fixes delivered as `kind` (`live`, `held-foreground`, `held-restored`).
     func locations(kind: String) -> [Double] {
+        locations { $0 == kind }
+    }
+
+    /// The track times of the fixes delivered as a kind that `matches`, in the order delivered.
+    func locations(where matches: (String) -> Bool) -> [Double] {
         output.split(separator: "\n").compactMap { line -> [Double]? in
             guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
-                object["event"] as? String == "locations", object["kind"] as? String == kind
+                object["event"] as? String == "locations", let kind = object["kind"] as? String, matches(kind)
             else { return nil }
             return object["times"] as? [Double]
         }.flatMap { $0 }
@@ -747,6 +752,25 @@ final class LocationdAppProcess: Sendable {
             else { return nil }
             return object["count"] as? Int
         }
+    }
+
+    /// The track times of every held fix delivered, whatever the batch's reason (`foreground`, `restored`,
+    /// `unacknowledged`): a batch of fixes locationd resent and the app's own restored ones go as one.
+    func heldLocations() -> [Double] {
+        locations { $0.hasPrefix("held-") }
+    }
+
+    /// The track times of the fixes the app's manager holds now (asked, and waited for, bounded), or nil.
+    func heldTimes() -> [Double]? {
+        let before = heldCounts.count
+        send("held")
+        guard eventually(10, { self.heldCounts.count > before }) else { return nil }
+        return output.split(separator: "\n").compactMap { line -> [Double]? in
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+                object["event"] as? String == "held"
+            else { return nil }
+            return object["times"] as? [Double]
+        }.last
     }
 
     /// How many fixes the app's manager holds now (asked, and waited for, bounded).
