@@ -14,12 +14,14 @@ struct ConnectionProblems: Sendable {
 
     static let repeatAfter: Duration = .seconds(600)
 
-    /// Notes `problem`; whether to log it.
-    mutating func note(_ problem: String, at date: Date, now: ContinuousClock.Instant = .now) -> Bool {
+    /// Notes `problem`; whether to log it. Problems of one `kind` (by default, the same text) are logged once:
+    /// a server's 503 whose page names the time is one problem, not one per attempt.
+    mutating func note(_ problem: String, kind: String? = nil, at date: Date, now: ContinuousClock.Instant = .now) -> Bool {
         if current == nil { since = date }
         current = problem
-        if let lastLogged, lastLogged.text == problem, now - lastLogged.at < Self.repeatAfter { return false }
-        lastLogged = (problem, now)
+        let key = kind ?? problem
+        if let lastLogged, lastLogged.text == key, now - lastLogged.at < Self.repeatAfter { return false }
+        lastLogged = (key, now)
         logNextConnection = true
         return true
     }

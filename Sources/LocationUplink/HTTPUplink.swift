@@ -28,7 +28,6 @@ package final class HTTPUplink: Uplink {
         var connected = false
         var lastAcknowledged: Date?
         var writeError: String?
-        var rejected = 0
         var loggedRejections: Set<Int> = []
         var stopping = false
         var started = false
@@ -57,6 +56,7 @@ package final class HTTPUplink: Uplink {
         self.endpoint = endpoint
         self.logger = logger
         self.now = now
+        try endpoint.checkFiles()
         let password = try endpoint.readPassword()
         var headers: [String] = []
         if endpoint.format == .owntracks {
@@ -152,17 +152,24 @@ package final class HTTPUplink: Uplink {
                 let first = link.withLock { link in
                     link.retryAt = nil
                     link.connected = true
-                    link.rejected += 1
                     return link.loggedRejections.insert(status).inserted
                 }
-                outbox.acknowledge([entry.sequence])
+                outbox.acknowledge([entry.sequence], refused: true)
                 if first {
                     logger.warning("uplink \(endpoint.name): the server refused the fix of \(RFC3339.string(from: entry.location.timestamp)) with \(status)\(answer.isEmpty ? "" : " (\(answer))"); it is dropped, and later refusals with \(status) are counted in status")
                 }
             case .answered(let status, let answer):
                 outbox.unsend(from: entry.sequence)
-                let hint = status == 404 && endpoint.format == .traccar ? "; is there a device with the identifier \(endpoint.device) in Traccar?" : ""
-                fail("the server answered \(status)\(answer.isEmpty ? "" : " (\(answer))")\(hint)", backoff: &backoff)
+                // The server answers: it is reachable, and the problem is what it says.
+                link.withLock { $0.connected = true }
+                let hint =
+                    switch status {
+                    case 404 where endpoint.format == .traccar: "; is there a device with the identifier \(endpoint.device) in Traccar?"
+                    case 300...399: "; an uplink follows no redirect: give the address it redirects to (curl -sI shows it as Location)"
+                    case 401, 407: "; check the user name and the password file"
+                    default: ""
+                    }
+                fail("the server answered \(status)\(answer.isEmpty ? "" : " (\(answer))")\(hint)", kind: "status \(status)", backoff: &backoff)
             case .failed(let reason):
                 outbox.unsend(from: entry.sequence)
                 link.withLock { $0.connected = false }
@@ -172,11 +179,11 @@ package final class HTTPUplink: Uplink {
     }
 
     /// Notes a failed attempt and schedules the next after `backoff`, which then doubles (to 30 s at most).
-    private func fail(_ problem: String, backoff: inout TimeInterval) {
+    private func fail(_ problem: String, kind: String? = nil, backoff: inout TimeInterval) {
         let date = now()
         let log = link.withLock { link in
             link.retryAt = date.addingTimeInterval(backoff)
-            return link.problems.note(problem, at: date)
+            return link.problems.note(problem, kind: kind, at: date)
         }
         if log { logger.warning("uplink \(endpoint.name): \(problem); trying again, at most every \(Int(Self.longestBackoff)) s") }
         backoff = min(backoff * 2, Self.longestBackoff)
@@ -209,12 +216,12 @@ package final class HTTPUplink: Uplink {
         return link.withLock { link in
             var status = UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
-                inFlight: counts.inFlight, acknowledged: counts.acknowledged - link.rejected,
+                inFlight: counts.inFlight, acknowledged: counts.acknowledged,
                 droppedFull: counts.droppedFull, lastError: link.problems.current,
                 lastErrorSince: link.problems.since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
                 outboxProblem: link.writeError)
-            status.droppedRefused = link.rejected
+            status.droppedRefused = counts.refused
             status.nextAttempt = link.retryAt.map(RFC3339.string(from:))
             return status
         }

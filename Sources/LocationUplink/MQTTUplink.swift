@@ -52,6 +52,7 @@ package final class MQTTUplink: Uplink {
         self.endpoint = endpoint
         self.logger = logger
         self.now = now
+        try endpoint.checkFiles()
         let password = try endpoint.readPassword()
         outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
         if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }

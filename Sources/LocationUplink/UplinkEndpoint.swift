@@ -120,13 +120,16 @@ package struct UplinkEndpoint: Sendable, Hashable {
     ///
     /// - Parameter place: Where the URL came from (`--uplink`, `FILE: uplinks[2]`), for the message.
     /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the place and the part that is wrong.
-    package init(parsing text: String, place: String = "--uplink") throws(LocationError) {
+    package init(parsing given: String, place: String = "--uplink") throws(LocationError) {
+        // Spaces around it are a slip of the hand (a YAML line, a copied command); inside, a URL has none.
+        let text = given.trimmingCharacters(in: .whitespaces)
         func refuse(_ reason: String) -> LocationError {
             LocationError(.invalidConfiguration, "\(place): \(reason) (in '\(ValueRange.printable(Self.redacted(text), limit: 200))')")
         }
         if text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw refuse("the URL holds a control character")
         }
+        if text.contains(" ") { throw refuse("the URL holds a space; write %20 where one is meant") }
         guard let schemeEnd = text.range(of: "://") else {
             throw refuse("not a URL; write mqtt://HOST/USER/DEVICE?format=owntracks")
         }
@@ -145,6 +148,10 @@ package struct UplinkEndpoint: Sendable, Hashable {
         }
         if let user = components.user {
             guard !user.isEmpty else { throw refuse("the user name before @ is empty") }
+            // user%3Apassword@ decodes to a password all the same.
+            if user.contains(":") {
+                throw refuse("the user name holds ':', which makes the rest a password; put the password in a file and give password-file=PATH")
+            }
             username = user
         }
         guard let host = components.host, !host.isEmpty else { throw refuse("the host is missing") }
@@ -155,6 +162,20 @@ package struct UplinkEndpoint: Sendable, Hashable {
         var authority = rest[..<(rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex)]
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         let afterHost = authority.hasPrefix("[") ? authority[(authority.firstIndex(of: "]") ?? authority.startIndex)...].dropFirst() : authority[...]
+        // The host as written: a name or IPv4 address (letters, digits, '-', '.', '_'), or an IPv6 address in
+        // brackets. Anything else (%2F, %00, [zz]) would pass here and fail at every attempt to connect.
+        let writtenHost =
+            authority.hasPrefix("[") ? authority[..<afterHost.startIndex] : authority[..<(authority.firstIndex(of: ":") ?? authority.endIndex)]
+        let fitsHost: Bool
+        if writtenHost.hasPrefix("[") {
+            let address = writtenHost.dropFirst().dropLast()
+            fitsHost = writtenHost.hasSuffix("]") && address.contains(":") && address.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        } else {
+            fitsHost = writtenHost.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
+        }
+        guard fitsHost else {
+            throw refuse("the host '\(ValueRange.printable(writtenHost))' is not a host name, an IPv4 address or an IPv6 address in brackets (a name with other letters goes in its xn-- form)")
+        }
         if let colon = afterHost.lastIndex(of: ":") {
             let written = afterHost[afterHost.index(after: colon)...]
             guard let number = Int(written), (1...65_535).contains(number), String(number) == written else {
@@ -191,8 +212,9 @@ package struct UplinkEndpoint: Sendable, Hashable {
             case "distance": distance = try ValueRange.distance.value(parsing: value, for: where_)
             case "accuracy": accuracy = try ValueRange.distance.value(parsing: value, for: where_)
             case "queue": queue = Int(try Self.whole(value, Self.queueRange, where_))
-            case "password-file": passwordFile = value
-            case "ca-file": caFile = value
+            case "password-file", "ca-file":
+                guard value.utf8.count < Int(PATH_MAX) else { throw refuse("the \(name) path is longer than \(PATH_MAX - 1) bytes") }
+                if name == "password-file" { passwordFile = value } else { caFile = value }
             case "tid":
                 guard value.count == 2, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
                     throw refuse("tid must be two letters or digits")
@@ -287,7 +309,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
             throw refuse("the user name holds a control character or a noncharacter")
         }
         if caFile != nil, !usesTLS { throw refuse("ca-file is for mqtts:// and https://; \(scheme):// does not use TLS") }
-        if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: mqtt://USER@HOST/…") }
+        if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: \(scheme)://USER@HOST/…") }
     }
 
     /// The URL with any password in it replaced by `***`, for messages.
@@ -296,7 +318,11 @@ package struct UplinkEndpoint: Sendable, Hashable {
         let rest = text[schemeEnd.upperBound...]
         let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
         let authority = rest[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        guard let at = authority.lastIndex(of: "@") else { return text }
+        // A colon, written or as %3A, starts a password.
+        let userinfo = authority[..<at]
+        let colon = [userinfo.firstIndex(of: ":"), userinfo.range(of: "%3a", options: .caseInsensitive)?.lowerBound].compactMap { $0 }.min()
+        guard let colon else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
     }
 
@@ -314,21 +340,62 @@ package struct UplinkEndpoint: Sendable, Hashable {
         return value
     }
 
+    /// Checks the files the uplink reads (the password file and the CA file) as its start would: run before
+    /// anything starts, and by `--check-config`.
+    ///
+    /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the file and what is wrong with it.
+    package func checkFiles() throws(LocationError) {
+        _ = try readPassword()
+        guard let path = caFile else { return }
+        func refuse(_ reason: String) -> LocationError {
+            LocationError(.invalidConfiguration, "the CA file \(ValueRange.printable(path, limit: 200)) of uplink \(name) \(reason)")
+        }
+        // A FIFO or a device would hang the TLS library's read for ever: only a regular file is handed to it.
+        let fd = try Self.openRegularFile(path, refuse)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw refuse("cannot be inspected: \(String(cString: strerror(errno)))") }
+        guard info.st_size > 0 else { throw refuse("is empty; it should hold the PEM certificate(s) of the authority that signed the server's") }
+        guard info.st_size <= 16 << 20 else { throw refuse("is larger than 16 MiB; it should hold PEM certificates") }
+        var head = [UInt8](repeating: 0, count: 4096)
+        guard case .success(let count) = SystemIO.read(fd, into: &head, upTo: head.count) else {
+            throw refuse("cannot be read: \(String(cString: strerror(errno)))")
+        }
+        guard String(decoding: head.prefix(count), as: UTF8.self).contains("-----BEGIN") else {
+            throw refuse("holds no PEM certificate (no -----BEGIN line); convert a DER file with openssl x509 -inform der")
+        }
+    }
+
+    /// Opens `path` for reading without waiting on it, and returns it only if it is a regular file.
+    private static func openRegularFile(_ path: String, _ refuse: (String) -> LocationError) throws(LocationError) -> Int32 {
+        // O_NONBLOCK: a FIFO is refused below rather than waited on for ever.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { throw refuse("cannot be opened: \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw refuse("cannot be inspected: \(reason)")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw refuse("is not a regular file")
+        }
+        return fd
+    }
+
     /// Reads the password: the first line of `passwordFile`, a regular file no other user may read.
     ///
     /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the file and what is wrong with it (never its contents).
     package func readPassword() throws(LocationError) -> String? {
         guard let path = passwordFile else { return nil }
         func refuse(_ reason: String) -> LocationError {
-            LocationError(.invalidConfiguration, "the password file \(path) of uplink \(name) \(reason)")
+            LocationError(.invalidConfiguration, "the password file \(ValueRange.printable(path, limit: 200)) of uplink \(name) \(reason)")
         }
-        // O_NONBLOCK: a FIFO is refused below rather than waited on for ever.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else { throw refuse("cannot be opened: \(String(cString: strerror(errno)))") }
+        let fd = try Self.openRegularFile(path, refuse)
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw refuse("cannot be inspected: \(String(cString: strerror(errno)))") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw refuse("is not a regular file") }
         guard info.st_mode & 0o077 == 0 else {
             throw refuse("may be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 \(path)")
         }

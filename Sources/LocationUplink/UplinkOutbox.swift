@@ -22,6 +22,8 @@ final class UplinkOutbox: Sendable {
         var queued = 0
         var inFlight = 0
         var acknowledged = 0
+        /// Acknowledged as refused by the receiver (an HTTP 4xx that means the fix): dropped, not delivered.
+        var refused = 0
         var droppedFull = 0
     }
 
@@ -34,6 +36,8 @@ final class UplinkOutbox: Sendable {
         var next: UInt64 = 0
         /// Acknowledged out of order, beyond `base`.
         var acknowledgedAhead: Set<UInt64> = []
+        /// Those of `acknowledgedAhead` the receiver refused (counted as refused once they leave, not before).
+        var refusedAhead: Set<UInt64> = []
         /// How many of the journal's first records are acknowledged (or dropped).
         var fileDone = 0
         /// An append failed: the file lacks fixes held here, so it is rewritten whole before anything else.
@@ -110,6 +114,7 @@ final class UplinkOutbox: Sendable {
                 state.base += UInt64(dropped)
                 state.next = max(state.next, state.base)
                 state.acknowledgedAhead = state.acknowledgedAhead.filter { $0 >= state.base }
+                state.refusedAhead = state.refusedAhead.filter { $0 >= state.base }
                 state.fileDone += dropped
                 state.counts.droppedFull += dropped
                 Self.trim(&state)
@@ -156,20 +161,26 @@ final class UplinkOutbox: Sendable {
         }
     }
 
-    /// Notes the acknowledgement of `sequences`; the acknowledged prefix leaves the outbox.
-    func acknowledge(_ sequences: [UInt64]) {
+    /// Notes the acknowledgement of `sequences` (as refused by the receiver, if `refused`); the acknowledged
+    /// prefix leaves the outbox. A sequence no longer waiting (dropped, or acknowledged before) changes nothing.
+    func acknowledge(_ sequences: [UInt64], refused: Bool = false) {
         state.withLock { state in
             var advanced = 0
             for sequence in sequences where sequence >= state.base && sequence < state.next {
                 state.acknowledgedAhead.insert(sequence)
+                if refused { state.refusedAhead.insert(sequence) }
             }
             while state.acknowledgedAhead.remove(state.base) != nil {
+                if state.refusedAhead.remove(state.base) != nil {
+                    state.counts.refused += 1
+                } else {
+                    state.counts.acknowledged += 1
+                }
                 state.base += 1
                 state.head += 1
                 advanced += 1
             }
             guard advanced > 0 else { return }
-            state.counts.acknowledged += advanced
             state.fileDone += advanced
             Self.trim(&state)
             guard let path = journal?.path, !state.writeFailed else { return }

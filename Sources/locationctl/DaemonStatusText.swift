@@ -37,7 +37,11 @@ extension DaemonStatus {
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
         if let next = uplink.nextAttempt { line += "; next attempt at \(next)" }
-        if uplink.outbox == nil { line += "; outbox in memory only (no --journal)" }
+        if uplink.url.contains("format=homeassistant") {
+            line += "; the latest fix only, no outbox"
+        } else if uplink.outbox == nil {
+            line += "; outbox in memory only (no --journal)"
+        }
         if let problem = uplink.outboxProblem { line += "; outbox not written (fixes kept in memory): \(problem)" }
         return line
     }

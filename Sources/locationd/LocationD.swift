@@ -51,7 +51,7 @@ struct LocationD: AsyncParsableCommand {
     var journal: String?
 
     @Option(help: ArgumentHelp(
-        "Send the fixes to a receiver (repeatable; replaces the configuration's uplinks list): mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE for OwnTracks on an MQTT broker, every fix from an outbox beside --journal; mqtt://HOST/DEVICE?format=homeassistant for a Home Assistant device tracker, the newest fix only. Keys: ?interval=SEC, distance=M, accuracy=M, window=N, queue=N, password-file=PATH (mqtts:// with ca-file=PATH); see docs/UPLINKS.md.",
+        "Send the fixes to a receiver (repeatable; replaces the configuration's uplinks list): mqtt://[USER@]HOST[:PORT]/OTUSER/OTDEVICE for OwnTracks on an MQTT broker; mqtt://HOST/DEVICE?format=homeassistant for a Home Assistant device tracker (the newest fix only); http://HOST:8083/pub?format=owntracks&user=U&device=D for an OwnTracks Recorder; http://HOST:5055/?format=traccar&id=DEVICE for Traccar. OwnTracks and Traccar get every fix, from an outbox beside --journal. Keys: interval=SEC, distance=M, accuracy=M, queue=N, password-file=PATH, ca-file=PATH (mqtts://, https://), window=N (MQTT), timeout=SEC (HTTP); see docs/UPLINKS.md.",
         valueName: "URL"))
     var uplink: [String] = []
 
@@ -105,11 +105,16 @@ struct LocationD: AsyncParsableCommand {
                 settings.uplinks = uplink
                 settings.uplinksPlace = "--uplink"
             }
-            // Each URL checked before anything starts (--check-config too).
+            // Each URL and the files it names checked before anything starts (--check-config too).
+            var uplinkNames: [String: Int] = [:]
             for (index, text) in settings.uplinks.enumerated() {
+                let place = "\(settings.uplinksPlace) \(index + 1)"
                 do throws(LocationError) {
-                    let endpoint = try UplinkEndpoint(parsing: text, place: "\(settings.uplinksPlace) \(index + 1)")
-                    _ = try endpoint.readPassword()
+                    let endpoint = try UplinkEndpoint(parsing: text, place: place)
+                    try endpoint.checkFiles()
+                    if let first = uplinkNames.updateValue(index + 1, forKey: endpoint.name) {
+                        throw LocationError(.invalidConfiguration, "\(place): the same uplink as \(settings.uplinksPlace) \(first) (one uplink per receiver, user and device); give it once")
+                    }
                 } catch { throw CommandFailure.usage(error.message) }
             }
             try gpsdOptions.apply(to: &settings)

@@ -110,7 +110,23 @@ final class LocationDaemon: Service, Sendable {
                 }
             }
         }
+        if let journal = settings.journalPath { warnOfUnusedOutboxes(in: FilePathText.parent(of: journal) + "/uplinks", used: names, logger: logger) }
         return consumers
+    }
+
+    /// Says which outboxes in `directory` belong to no configured uplink and still hold fixes (a URL
+    /// corrected or removed): they are not sent, and UPLINKS.md says how to hand them to another uplink.
+    private static func warnOfUnusedOutboxes(in directory: String, used: Set<String>, logger: Logger) {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries.sorted() where entry.hasSuffix(".outbox") {
+            let name = String(entry.dropLast(".outbox".count))
+            guard !used.contains(name) else { continue }
+            var info = stat()
+            guard lstat("\(directory)/\(entry)", &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { continue }
+            logger.warning(
+                "\(directory)/\(entry) (\(info.st_size) bytes) is the outbox of no uplink configured now (a changed or removed URL?): what it holds is not sent; UPLINKS.md says how to hand it to an uplink, or remove it with its .cursor"
+            )
+        }
     }
 
     /// Sends an app's lines to its watchers.

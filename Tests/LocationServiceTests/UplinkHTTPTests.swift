@@ -272,4 +272,47 @@ struct UplinkHTTPTests {
         #expect(times.count - Set(times).count <= 1, "only the request in flight at the kill is posted twice: \(times.count - Set(times).count)")
         #expect(try eventually(20) { try Self.uplink(second)?.queued == 0 })
     }
+
+    @Test(
+        "locationd --check-config refuses an uplink given twice and a CA file that is a FIFO, at once and in one line",
+        .timeLimit(.minutes(1)))
+    func checkConfigRefusesWhatTheStartWould() throws {
+        let directory = TemporaryDirectory()
+        let track = try UplinkBrokerTests.track(directory, "walk.gpx", count: 5, from: 0)
+        let fifo = directory.file("ca.fifo")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let traccar = "http://127.0.0.1:9/?format=traccar&id=pi"
+        let cases: [([String], String)] = [
+            (["--uplink", traccar, "--uplink", traccar + "&interval=5"], "the same uplink as --uplink 1"),
+            (["--uplink", "https://127.0.0.1:9/?format=traccar&id=pi&ca-file=\(fifo)"], "not a regular file"),
+        ]
+        for (uplinks, says) in cases {
+            let result = try Tool.run(
+                "locationd", ["--check-config", "--replay", track, "--socket", directory.file("s")] + uplinks, timeout: 20, in: directory)
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(result.stderr.contains(says), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+        }
+    }
+
+    @Test(
+        "an outbox left by an uplink no longer configured (a corrected URL) is named in the log at start, not silently stranded",
+        .timeLimit(.minutes(2)))
+    func aStrandedOutboxIsNamed() throws {
+        let directory = TemporaryDirectory()
+        let state = try UplinkBrokerTests.stateFolder(directory)
+        let track = try UplinkBrokerTests.track(directory, "walk.gpx", count: 20, from: 0)
+        // Port 9 (discard) has no listener here: the fixes wait in the outbox.
+        let typo = try RunningDaemon(
+            directory: directory, source: ["--replay", track, "--speed", "100"],
+            extra: ["--journal", state + "/journal", "--uplink", "http://127.0.0.1:9/?format=traccar&id=pj"])
+        #expect(try eventually(30) { try Self.uplink(typo)?.queued == 20 })
+        let outbox = try #require(try Self.uplink(typo)?.outbox)
+        typo.kill9()
+        let corrected = try RunningDaemon(
+            directory: directory, source: ["--replay", track, "--speed", "100"],
+            extra: ["--journal", state + "/journal", "--uplink", "http://127.0.0.1:9/?format=traccar&id=pi"])
+        #expect(eventually(20) { corrected.logText.contains("is the outbox of no uplink configured now") })
+        #expect(corrected.logText.contains(outbox), "the old outbox is named: \(corrected.logText)")
+    }
 }

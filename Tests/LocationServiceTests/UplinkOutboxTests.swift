@@ -79,6 +79,24 @@ struct UplinkOutboxTests {
         #expect(outbox.takeUnsent(window: 5000).map(\.location.timestamp) == fixes.suffix(1000).map(\.timestamp))
     }
 
+    @Test("a refusal counts once, as refused, and only for a fix still waiting: one dropped for room meanwhile is not counted twice")
+    func refusalsAreCountedOnce() throws {
+        let directory = TemporaryDirectory()
+        let outbox = try Self.outbox(directory, capacity: 3)
+        let fixes = LocationFixtures.walk(count: 6)
+        for fix in fixes.prefix(3) { try outbox.add(fix) }
+        let sent = outbox.takeUnsent(window: 1)
+        // The fix in flight is dropped for room before its answer comes: the refusal that follows changes nothing.
+        for fix in fixes.suffix(3) { try outbox.add(fix) }
+        outbox.acknowledge(sent.map(\.sequence), refused: true)
+        #expect(outbox.counts == UplinkOutbox.Counts(queued: 3, inFlight: 0, acknowledged: 0, refused: 0, droppedFull: 3))
+        let next = outbox.takeUnsent(window: 1)
+        outbox.acknowledge(next.map(\.sequence), refused: true)
+        outbox.acknowledge(next.map(\.sequence), refused: true)
+        outbox.acknowledge(outbox.takeUnsent(window: 1).map(\.sequence))
+        #expect(outbox.counts == UplinkOutbox.Counts(queued: 1, inFlight: 0, acknowledged: 1, refused: 1, droppedFull: 3))
+    }
+
     @Test("the journal is rewritten once many are acknowledged, and a reopen after it still holds exactly the rest")
     func compactionKeepsTheRest() throws {
         let directory = TemporaryDirectory()
@@ -259,6 +277,14 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/p%EF%BF%BFi", "noncharacter"),
             ("mqtt://broker/?format=homeassistant", "/DEVICE"),
             ("mqtt://broker/my%20pi?format=homeassistant", "letters, digits"),
+            ("https://me%3Asecret@recorder/pub?user=a&device=b", "password-file"),
+            ("mqtt://[zz]/alice/pi", "IPv6 address in brackets"),
+            ("mqtt://a%2Fb/alice/pi", "not a host name"),
+            ("http://a%00b/?format=traccar&id=x", "not a host name"),
+            ("mqtt://br\u{F6}ker/alice/pi", "xn--"),
+            ("mqtt://broker/alice/my pi", "space"),
+            ("https://recorder/pub?user=a&device=b&password-file=/pw", "https://USER@HOST"),
+            ("mqtts://broker/alice/pi?ca-file=/\(String(repeating: "d", count: 5000))", "longer than"),
         ])
     func malformedURLsAreRefused(url: String, says: String) {
         do {
@@ -271,6 +297,43 @@ struct UplinkEndpointTests {
             #expect(!error.message.contains("\n"), "one line")
             #expect(!error.message.contains("secret"), "a password is never repeated")
         }
+    }
+
+    @Test("spaces around a URL are dropped; an IPv6 address in brackets and a name with _ and - are hosts")
+    func urlsAroundTheEdgesAreTaken() throws {
+        let trimmed = try UplinkEndpoint(parsing: "  mqtt://broker/alice/pi \t")
+        #expect(trimmed.text == "mqtt://broker/alice/pi" && trimmed.device == "pi")
+        #expect(try UplinkEndpoint(parsing: "mqtt://[::1]:1884/alice/pi").port == 1884)
+        #expect(try UplinkEndpoint(parsing: "http://my_host-1.lan:5055/?format=traccar&id=7").host == "my_host-1.lan")
+        #expect(try UplinkEndpoint(parsing: "mqtt://192.168.1.10/alice/pi").host == "192.168.1.10")
+    }
+
+    @Test("a CA file that is a FIFO, a directory, empty, missing or not PEM is refused at once, never waited on")
+    func hostileCAFilesAreRefused() throws {
+        let directory = TemporaryDirectory()
+        let fifo = directory.file("fifo")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let empty = directory.file("empty")
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
+        let der = directory.file("der")
+        _ = FileManager.default.createFile(atPath: der, contents: Data([0x30, 0x82, 0x01, 0x0A]))
+        let cases = [(fifo, "not a regular file"), (directory.path, "not a regular file"), (empty, "is empty"),
+                     (directory.file("none"), "cannot be opened"), (der, "no PEM"), ("/dev/zero", "not a regular file")]
+        for (path, says) in cases {
+            for scheme in ["mqtts://broker/alice/pi?", "https://traccar/?format=traccar&id=1&"] {
+                let endpoint = try UplinkEndpoint(parsing: "\(scheme)ca-file=\(path)")
+                do {
+                    try endpoint.checkFiles()
+                    Issue.record("\(path) was taken")
+                } catch {
+                    #expect(error.code == .invalidConfiguration)
+                    #expect(error.message.contains("CA file") && error.message.contains(says), "\(error.message)")
+                }
+            }
+        }
+        let pem = directory.file("ca.pem")
+        try "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".write(toFile: pem, atomically: true, encoding: .utf8)
+        try UplinkEndpoint(parsing: "mqtts://broker/alice/pi?ca-file=\(pem)").checkFiles()
     }
 
     @Test("a password file that is a FIFO, open to others, empty or missing is refused without reading or quoting it")
