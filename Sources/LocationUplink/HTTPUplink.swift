@@ -27,7 +27,6 @@ package final class HTTPUplink: Uplink {
         var problems = ConnectionProblems()
         var connected = false
         var lastAcknowledged: Date?
-        var writeError: String?
         var loggedRejections: Set<Int> = []
         var stopping = false
         var started = false
@@ -92,23 +91,7 @@ package final class HTTPUplink: Uplink {
 
     /// Takes a fix the uplink's consumer delivered: journaled first, then sent behind what waits.
     package func take(_ location: Location) {
-        if let accuracy = endpoint.accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
-        do throws(LocationError) {
-            try outbox.add(location)
-            let recovered = link.withLock { link -> String? in
-                defer { link.writeError = nil }
-                return link.writeError
-            }
-            if recovered != nil { logger.notice("uplink \(endpoint.name): the outbox is written again") }
-        } catch {
-            let first = link.withLock { link -> Bool in
-                defer { link.writeError = error.message }
-                return link.writeError == nil
-            }
-            if first {
-                logger.error("uplink \(endpoint.name): \(error.message); fixes are kept in memory and written once the outbox can be")
-            }
-        }
+        outbox.take(location, accuracy: endpoint.accuracy, uplink: endpoint.name, logger: logger)
         signal()
     }
 
@@ -220,7 +203,7 @@ package final class HTTPUplink: Uplink {
                 droppedFull: counts.droppedFull, lastError: link.problems.current,
                 lastErrorSince: link.problems.since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
-                outboxProblem: link.writeError)
+                outboxProblem: outbox.writeProblem.withLock { $0 })
             status.droppedRefused = counts.refused
             status.nextAttempt = link.retryAt.map(RFC3339.string(from:))
             return status

@@ -34,7 +34,6 @@ package final class MQTTUplink: Uplink {
         var resending = false
         var lastAcknowledged: Date?
         /// Errors writing the outbox, since the last write that worked.
-        var writeError: String?
     }
 
     private let link = Locked(Link())
@@ -113,23 +112,7 @@ package final class MQTTUplink: Uplink {
 
     /// Takes a fix the uplink's consumer delivered: journaled first, then sent behind what waits.
     package func take(_ location: Location) {
-        if let accuracy = endpoint.accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
-        do throws(LocationError) {
-            try outbox.add(location)
-            let recovered = link.withLock { link -> String? in
-                defer { link.writeError = nil }
-                return link.writeError
-            }
-            if recovered != nil { logger.notice("uplink \(endpoint.name): the outbox is written again") }
-        } catch {
-            let first = link.withLock { link -> Bool in
-                defer { link.writeError = error.message }
-                return link.writeError == nil
-            }
-            if first {
-                logger.error("uplink \(endpoint.name): \(error.message); fixes are kept in memory and written once the outbox can be")
-            }
-        }
+        outbox.take(location, accuracy: endpoint.accuracy, uplink: endpoint.name, logger: logger)
         pump()
     }
 
@@ -246,7 +229,7 @@ package final class MQTTUplink: Uplink {
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
                 lastError: problem, lastErrorSince: since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
-                outboxProblem: link.writeError)
+                outboxProblem: outbox.writeProblem.withLock { $0 })
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import Logging
 
 /// The fixes an uplink has taken and its receiver has not acknowledged: the outbox rule's journal.
 ///
@@ -135,6 +136,30 @@ final class UplinkOutbox: Sendable {
         }
         try result.get()
     }
+
+    /// Takes a fix an uplink's consumer delivered (unless reported worse than `accuracy` metres): journaled
+    /// first, behind what waits. A write that fails keeps the fix in memory; the first failure is logged, and
+    /// so is the write that works again. ``writeProblem`` says what failed meanwhile.
+    func take(_ location: Location, accuracy: Double?, uplink name: String, logger: Logger) {
+        if let accuracy, let reported = location.horizontalAccuracy, reported > accuracy { return }
+        do throws(LocationError) {
+            try add(location)
+            if writeProblem.withLock({ $0.take() }) != nil {
+                logger.notice("uplink \(name): the outbox is written again")
+            }
+        } catch {
+            let first = writeProblem.withLock { problem -> Bool in
+                defer { problem = error.message }
+                return problem == nil
+            }
+            if first {
+                logger.error("uplink \(name): \(error.message); fixes are kept in memory and written once the outbox can be")
+            }
+        }
+    }
+
+    /// Why the last fix taken could not be written (the fixes are in memory), or nil once one could.
+    let writeProblem = Locked<String?>(nil)
 
     /// Up to `window` fixes past what is in flight (counted from the oldest unacknowledged), oldest first,
     /// noted as sent.
