@@ -29,6 +29,9 @@ public struct UplinkStatus: Codable, Sendable, Hashable {
     /// Fixes an HTTP server refused for good (a 4xx other than those that mean its configuration), dropped,
     /// since locationd started; `nil` for an MQTT uplink.
     public var droppedRefused: Int?
+    /// Fixes dropped for age (more than the uplink's `max-age` older than the newest), oldest first, since
+    /// locationd started (and when it loaded the outbox); `nil` without `max-age`.
+    public var droppedOld: Int?
     /// When the next attempt is due after a failed one (RFC 3339), while the uplink waits to try again.
     public var nextAttempt: String?
 

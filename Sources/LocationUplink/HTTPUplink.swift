@@ -66,7 +66,7 @@ package final class HTTPUplink: Uplink {
             options: HTTPClient.Options(
                 url: endpoint.requestURL, headers: headers, username: endpoint.username, password: password,
                 caFile: endpoint.caFile, requestTimeout: ValueRange.duration(clampingSeconds: endpoint.timeout)))
-        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
+        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue, maxAge: endpoint.maxAge)
         if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
         let pending = outbox.counts.queued
         if pending > 0 {
@@ -204,6 +204,7 @@ package final class HTTPUplink: Uplink {
                 lastErrorSince: link.problems.since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
                 outboxProblem: outbox.writeProblem.withLock { $0 })
+            status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
             status.droppedRefused = counts.refused
             status.nextAttempt = link.retryAt.map(RFC3339.string(from:))
             return status

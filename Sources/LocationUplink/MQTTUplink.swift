@@ -53,7 +53,7 @@ package final class MQTTUplink: Uplink {
         self.now = now
         try endpoint.checkFiles()
         let password = try endpoint.readPassword()
-        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue)
+        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue, maxAge: endpoint.maxAge)
         if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
         let pending = outbox.counts.queued
         if pending > 0 {
@@ -224,12 +224,14 @@ package final class MQTTUplink: Uplink {
                 problem = "the broker has acknowledged nothing for \(Int(date.timeIntervalSince(waiting))) s"
                 since = waiting
             }
-            return UplinkStatus(
+            var status = UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
                 lastError: problem, lastErrorSince: since.map(RFC3339.string(from:)),
                 lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
                 outboxProblem: outbox.writeProblem.withLock { $0 })
+            status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
+            return status
         }
     }
 

@@ -51,6 +51,8 @@ package struct UplinkEndpoint: Sendable, Hashable {
     package var window = 10
     /// The most fixes the outbox keeps; past it the oldest are dropped, and counted.
     package var queue = 100_000
+    /// Fixes more than this many seconds older than the newest are dropped from the outbox; `nil` for no bound.
+    package var maxAge: Double?
     /// Seconds an HTTP exchange may take before it counts as failed (a server that accepts and never answers).
     package var timeout = 30.0
 
@@ -109,11 +111,13 @@ package struct UplinkEndpoint: Sendable, Hashable {
     static let windowRange = ValueRange(1...1000, unit: "messages")
     static let queueRange = ValueRange(1...10_000_000, unit: "fixes")
     static let timeoutRange = ValueRange(1...300, unit: "s")
+    static let maxAgeRange = ValueRange(60...31_622_400, unit: "s")
     /// The longest topic part taken: a topic is at most 65,535 bytes, and a receiver's file names are made of them.
     static let longestPart = 128
 
     private static let keys = [
-        "format", "interval", "distance", "accuracy", "window", "queue", "password-file", "ca-file", "tid", "user", "device", "id", "timeout",
+        "format", "interval", "distance", "accuracy", "window", "queue", "max-age", "password-file", "ca-file", "tid", "user", "device", "id",
+        "timeout",
     ]
 
     /// Parses and checks `text`.
@@ -212,6 +216,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
             case "distance": distance = try ValueRange.distance.value(parsing: value, for: where_)
             case "accuracy": accuracy = try ValueRange.distance.value(parsing: value, for: where_)
             case "queue": queue = Int(try Self.whole(value, Self.queueRange, where_))
+            case "max-age": maxAge = try Self.maxAgeRange.value(parsing: value, for: where_)
             case "password-file", "ca-file":
                 guard value.utf8.count < Int(PATH_MAX) else { throw refuse("the \(name) path is longer than \(PATH_MAX - 1) bytes") }
                 if name == "password-file" { passwordFile = value } else { caFile = value }

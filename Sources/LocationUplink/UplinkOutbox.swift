@@ -26,6 +26,8 @@ final class UplinkOutbox: Sendable {
         /// Acknowledged as refused by the receiver (an HTTP 4xx that means the fix): dropped, not delivered.
         var refused = 0
         var droppedFull = 0
+        /// Dropped for age: more than `maxAge` seconds older than the newest fix taken.
+        var droppedOld = 0
     }
 
     private struct State {
@@ -44,6 +46,8 @@ final class UplinkOutbox: Sendable {
         /// An append failed: the file lacks fixes held here, so it is rewritten whole before anything else.
         var writeFailed = false
         var counts = Counts()
+        /// The newest fix time taken: the age bound counts back from it.
+        var newest: Date?
     }
 
     private let state = Locked(State())
@@ -51,6 +55,9 @@ final class UplinkOutbox: Sendable {
     private let cursor: OutboxCursor?
     /// The most fixes kept.
     let capacity: Int
+    /// Fixes more than this many seconds older than the newest one taken are dropped, oldest first; `nil` for
+    /// no bound by age. Counted in fix time, so a step of the system clock drops nothing.
+    let maxAge: Double?
     /// The journal's path, if it has one.
     var path: String? { journal?.path }
     /// What was wrong with the files when they were opened (their valid records are kept), if anything.
@@ -61,8 +68,9 @@ final class UplinkOutbox: Sendable {
     static let compactionThreshold = 1024
 
     /// Opens (or creates) the outbox at `path`, loading what a previous run left unacknowledged.
-    init(path: String?, capacity: Int) throws(LocationError) {
+    init(path: String?, capacity: Int, maxAge: Double? = nil) throws(LocationError) {
         self.capacity = max(1, capacity)
+        self.maxAge = maxAge
         guard let path else {
             journal = nil
             cursor = nil
@@ -88,14 +96,22 @@ final class UplinkOutbox: Sendable {
         var fixes = Array(loaded.dropFirst(done))
         let dropped = max(0, fixes.count - self.capacity)
         if dropped > 0 { fixes.removeFirst(dropped) }
+        let newest = fixes.map(\.timestamp).max()
+        var tooOld = 0
+        if let maxAge, let newest {
+            tooOld = fixes.prefix { newest.timeIntervalSince($0.timestamp) > maxAge }.count
+            fixes.removeFirst(tooOld)
+        }
         problem = problems.isEmpty ? nil : LocationError(.journalCorrupt, problems.joined(separator: "; "))
         state.withLock { state in
             state.fixes = fixes
-            state.fileDone = done + dropped
+            state.fileDone = done + dropped + tooOld
             state.counts.droppedFull = dropped
+            state.counts.droppedOld = tooOld
+            state.newest = newest
         }
         // The record names this file from now on, whatever it named before.
-        cursor.write(journalPath: path, acknowledged: done + dropped, staged: nil)
+        cursor.write(journalPath: path, acknowledged: done + dropped + tooOld, staged: nil)
         opened.journal.onWillReplace { staged in
             // Before the rename: the record accepts the new file (with nothing acknowledged in it) too.
             cursor.write(journalPath: path, acknowledged: nil, staged: staged, sync: true)
@@ -108,17 +124,22 @@ final class UplinkOutbox: Sendable {
     func add(_ location: Location) throws(LocationError) {
         let result: Result<Void, LocationError> = state.withLock { state in
             state.fixes.append(location)
-            let dropped = max(0, state.fixes.count - state.head - capacity)
-            if dropped > 0 {
-                // The oldest go, in flight or not: an acknowledgement that comes for one later changes nothing.
-                state.head += dropped
-                state.base += UInt64(dropped)
-                state.next = max(state.next, state.base)
-                state.acknowledgedAhead = state.acknowledgedAhead.filter { $0 >= state.base }
-                state.refusedAhead = state.refusedAhead.filter { $0 >= state.base }
-                state.fileDone += dropped
-                state.counts.droppedFull += dropped
-                Self.trim(&state)
+            let full = max(0, state.fixes.count - state.head - capacity)
+            if full > 0 {
+                Self.dropOldest(full, &state)
+                state.counts.droppedFull += full
+            }
+            if let maxAge {
+                let newest = max(state.newest ?? location.timestamp, location.timestamp)
+                state.newest = newest
+                var old = 0
+                while state.head + old < state.fixes.count, newest.timeIntervalSince(state.fixes[state.head + old].timestamp) > maxAge {
+                    old += 1
+                }
+                if old > 0 {
+                    Self.dropOldest(old, &state)
+                    state.counts.droppedOld += old
+                }
             }
             guard let journal else { return .success(()) }
             do throws(LocationError) {
@@ -160,6 +181,17 @@ final class UplinkOutbox: Sendable {
 
     /// Why the last fix taken could not be written (the fixes are in memory), or nil once one could.
     let writeProblem = Locked<String?>(nil)
+
+    /// Drops the `count` oldest fixes, in flight or not: an acknowledgement that comes for one later changes nothing.
+    private static func dropOldest(_ count: Int, _ state: inout State) {
+        state.head += count
+        state.base += UInt64(count)
+        state.next = max(state.next, state.base)
+        state.acknowledgedAhead = state.acknowledgedAhead.filter { $0 >= state.base }
+        state.refusedAhead = state.refusedAhead.filter { $0 >= state.base }
+        state.fileDone += count
+        trim(&state)
+    }
 
     /// Up to `window` fixes past what is in flight (counted from the oldest unacknowledged), oldest first,
     /// noted as sent.

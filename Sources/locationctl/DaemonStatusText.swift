@@ -34,6 +34,7 @@ extension DaemonStatus {
             + " (\(uplink.inFlight) of them in flight), \(uplink.acknowledged) acknowledged"
         if uplink.droppedFull > 0 { line += ", \(uplink.droppedFull) dropped (outbox full)" }
         if let refused = uplink.droppedRefused, refused > 0 { line += ", \(refused) dropped (refused by the server)" }
+        if let old = uplink.droppedOld, old > 0 { line += ", \(old) dropped (older than max-age)" }
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
         if let next = uplink.nextAttempt { line += "; next attempt at \(next)" }

@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationControl
 import LocationCore
 import LocationService
@@ -9,8 +10,11 @@ import Testing
 import Glibc
 #endif
 
-/// Rounds of the kill -9 test: `LOCATION_STRESS_ROUNDS`, else 20 (about half a minute on two idle cores).
-private let stressRounds = max(1, ProcessInfo.processInfo.environment["LOCATION_STRESS_ROUNDS"].flatMap(Int.init) ?? 20)
+/// Rounds of the kill -9 test: `LOCATION_STRESS_ROUNDS`, else 20 (about half a minute on two idle cores), or 6
+/// under a sanitizer: there the code paths are what is checked (a few rounds take each), and the many rounds
+/// that hunt for an unlucky moment run in the normal build.
+private let stressRounds = max(
+    1, ProcessInfo.processInfo.environment["LOCATION_STRESS_ROUNDS"].flatMap(Int.init) ?? (Sanitizer.active == nil ? 20 : 6))
 
 @Suite("locationd killed with SIGKILL: lifecycle state and held fixes survive", .serialized)
 struct DaemonCrashTests {

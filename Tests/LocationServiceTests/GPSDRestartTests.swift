@@ -13,15 +13,17 @@ import Testing
 /// The receiver is ``NMEAFeedServer``, which keeps running while gpsd is down, so fix times increase
 /// across the whole run as they would with a real receiver.
 ///
-/// CI runs 20 rounds per test (about 30 s each). For a longer run set `LOCATION_STRESS_ROUNDS`:
+/// CI runs 20 rounds per test (about 30 s each), 6 under a sanitizer (which checks the code paths; the many
+/// rounds that hunt for an unlucky moment run in the normal build). For a longer run set `LOCATION_STRESS_ROUNDS`:
 ///
 ///     LOCATION_STRESS_ROUNDS=200 swift test --no-parallel --filter GPSDRestartTests
 @Suite(
     "gpsd restarted again and again under a watch and a daemon", .serialized,
     .enabled(if: GPSDProcess.executable != nil, "gpsd is not installed (apt-get install gpsd)"))
 struct GPSDRestartTests {
-    /// Rounds per test: 20, or `LOCATION_STRESS_ROUNDS`.
-    static let rounds = ProcessInfo.processInfo.environment["LOCATION_STRESS_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 20
+    /// Rounds per test: 20 (6 under a sanitizer), or `LOCATION_STRESS_ROUNDS`.
+    static let rounds =
+        ProcessInfo.processInfo.environment["LOCATION_STRESS_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? (Sanitizer.active == nil ? 20 : 6)
     /// Generous: a round takes about 2 s.
     static let minutesAllowed = max(3, rounds * 10 / 60 + 2)
     /// The backoff used: 0.1 s doubling to 1 s.

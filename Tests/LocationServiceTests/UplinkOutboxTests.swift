@@ -79,6 +79,29 @@ struct UplinkOutboxTests {
         #expect(outbox.takeUnsent(window: 5000).map(\.location.timestamp) == fixes.suffix(1000).map(\.timestamp))
     }
 
+    @Test("max-age drops, oldest first, what is that much older than the newest fix (in fix time), counts it, and holds after a reopen")
+    func maxAgeDropsTheOldest() throws {
+        let directory = TemporaryDirectory()
+        // A fix a second; the bound keeps 100 s behind the newest.
+        let fixes = LocationFixtures.walk(count: 300)
+        do {
+            let outbox = try UplinkOutbox(path: directory.file("o.outbox"), capacity: 100_000, maxAge: 100)
+            for fix in fixes.prefix(250) { try outbox.add(fix) }
+            let kept = outbox.takeUnsent(window: 1000).map(\.location.timestamp)
+            #expect(kept == fixes[149..<250].map(\.timestamp), "the 101 fixes within 100 s of the newest")
+            #expect(outbox.counts.droppedOld == 149 && outbox.counts.droppedFull == 0)
+        }
+        // Reopened with a tighter bound: what the file holds is cut to it at once, and counted. The file still
+        // holds the 149 dropped before (it is rewritten only after many acknowledgements): dropped again.
+        let reopened = try UplinkOutbox(path: directory.file("o.outbox"), capacity: 100_000, maxAge: 60)
+        #expect(reopened.counts.queued == 61 && reopened.counts.droppedOld == 149 + 40)
+        #expect(reopened.takeUnsent(window: 1000).first?.location.timestamp == fixes[189].timestamp)
+        // Without the bound nothing is dropped for age.
+        let unbounded = try UplinkOutbox(path: nil, capacity: 100_000)
+        for fix in fixes { try unbounded.add(fix) }
+        #expect(unbounded.counts.queued == 300 && unbounded.counts.droppedOld == 0)
+    }
+
     @Test("a refusal counts once, as refused, and only for a fix still waiting: one dropped for room meanwhile is not counted twice")
     func refusalsAreCountedOnce() throws {
         let directory = TemporaryDirectory()
@@ -89,12 +112,12 @@ struct UplinkOutboxTests {
         // The fix in flight is dropped for room before its answer comes: the refusal that follows changes nothing.
         for fix in fixes.suffix(3) { try outbox.add(fix) }
         outbox.acknowledge(sent.map(\.sequence), refused: true)
-        #expect(outbox.counts == UplinkOutbox.Counts(queued: 3, inFlight: 0, acknowledged: 0, refused: 0, droppedFull: 3))
+        #expect(outbox.counts == UplinkOutbox.Counts(queued: 3, inFlight: 0, acknowledged: 0, refused: 0, droppedFull: 3, droppedOld: 0))
         let next = outbox.takeUnsent(window: 1)
         outbox.acknowledge(next.map(\.sequence), refused: true)
         outbox.acknowledge(next.map(\.sequence), refused: true)
         outbox.acknowledge(outbox.takeUnsent(window: 1).map(\.sequence))
-        #expect(outbox.counts == UplinkOutbox.Counts(queued: 1, inFlight: 0, acknowledged: 1, refused: 1, droppedFull: 3))
+        #expect(outbox.counts == UplinkOutbox.Counts(queued: 1, inFlight: 0, acknowledged: 1, refused: 1, droppedFull: 3, droppedOld: 0))
     }
 
     @Test("the journal is rewritten once many are acknowledged, and a reopen after it still holds exactly the rest")
@@ -263,6 +286,9 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/pi?window=0", "zero"),
             ("mqtt://broker/alice/pi?window=2.5", "whole"),
             ("mqtt://broker/alice/pi?queue=1e9", "above"),
+            ("mqtt://broker/alice/pi?max-age=10", "below"),
+            ("mqtt://broker/alice/pi?max-age=nan", "not a number"),
+            ("http://traccar/?format=traccar&id=x&max-age=-1", "negative"),
             ("mqtt://broker/alice/pi?tid=abc", "tid"),
             ("mqtt://broker/alice/pi?ca-file=/ca.pem", "mqtts"),
             ("mqtt://broker/alice/pi?password-file=/pw", "user name"),
