@@ -135,6 +135,8 @@ package final class HTTPUplink: Uplink {
                 let first = link.withLock { link in
                     link.retryAt = nil
                     link.connected = true
+                    // The server takes requests: what was wrong before is over (this fix is what it refused).
+                    _ = link.problems.connected()
                     return link.loggedRejections.insert(status).inserted
                 }
                 outbox.acknowledge([entry.sequence], refused: true)

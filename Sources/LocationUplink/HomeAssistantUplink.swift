@@ -53,7 +53,7 @@ package final class HomeAssistantUplink: Uplink {
         let state = self.state
         let name = endpoint.name
         let options = MQTTClient.Options(
-            host: endpoint.host, port: endpoint.port, clientID: endpoint.clientID,
+            host: endpoint.addressHost, port: endpoint.port, clientID: endpoint.clientID,
             username: endpoint.username, password: password, caFile: endpoint.caFile,
             will: ("locationd/\(endpoint.device)/availability", Array("offline".utf8), true), maxInflight: 10)
         let handlers = MQTTClient.Handlers(

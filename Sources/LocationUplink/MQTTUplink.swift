@@ -62,7 +62,7 @@ package final class MQTTUplink: Uplink {
         let link = self.link
         let uplink = self.reference
         let options = MQTTClient.Options(
-            host: endpoint.host, port: endpoint.port, clientID: endpoint.clientID,
+            host: endpoint.addressHost, port: endpoint.port, clientID: endpoint.clientID,
             username: endpoint.username, password: password, caFile: endpoint.caFile,
             will: (endpoint.topic, OwnTracksMessage.lastWill(connectedAt: now()), true), maxInflight: endpoint.window)
         let name = endpoint.name

@@ -31,4 +31,10 @@ package enum Uplinks {
         case .homeassistant: try HomeAssistantUplink(endpoint: endpoint, logger: logger)
         }
     }
+
+    /// How many fixes the outbox at `outbox` holds unacknowledged (read, not changed); nil when it cannot be
+    /// read, or another locationd has it.
+    package static func waitingCount(outbox: String) -> Int? {
+        UplinkOutbox.waitingCount(path: outbox)
+    }
 }

@@ -71,6 +71,19 @@ package struct UplinkEndpoint: Sendable, Hashable {
 
     /// The URL an HTTP uplink posts to: the scheme, host, port and path, and for OwnTracks the Recorder's
     /// `u` and `d` (it also reads the `X-Limit-U` and `X-Limit-D` headers, which are sent too).
+    /// The host as a resolver takes it: an IPv6 address without its brackets.
+    package var addressHost: String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    /// What makes two uplinks the same receiver, user and device however the host is spelt (`Broker.` and
+    /// `broker`): the configuration refuses two such uplinks.
+    package var sameReceiverKey: String {
+        var spelt = host.lowercased()
+        if spelt.hasSuffix("."), spelt.count > 1 { spelt.removeLast() }
+        return [format.rawValue, user, device, spelt, String(port), usesHTTP ? (usesTLS ? "https" : "http") + path : ""].joined(separator: "\u{0}")
+    }
+
     package var requestURL: String {
         var components = URLComponents()
         components.scheme = usesTLS ? "https" : "http"
@@ -126,7 +139,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
     /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the place and the part that is wrong.
     package init(parsing given: String, place: String = "--uplink") throws(LocationError) {
         // Spaces around it are a slip of the hand (a YAML line, a copied command); inside, a URL has none.
-        let text = given.trimmingCharacters(in: .whitespaces)
+        let text = given.trimmingCharacters(in: .whitespacesAndNewlines)
         func refuse(_ reason: String) -> LocationError {
             LocationError(.invalidConfiguration, "\(place): \(reason) (in '\(ValueRange.printable(Self.redacted(text), limit: 200))')")
         }
@@ -145,6 +158,13 @@ package struct UplinkEndpoint: Sendable, Hashable {
         case "https": (usesTLS, usesHTTP) = (true, true)
         default:
             throw refuse("the scheme '\(ValueRange.printable(scheme))' is not one an uplink speaks; use mqtt://, mqtts://, http:// or https://")
+        }
+        // An @ after the host: a user name or password holding /, ? or #, which would be read as host and path.
+        let afterScheme = text[schemeEnd.upperBound...]
+        if let pathStart = afterScheme.firstIndex(where: { "/?#".contains($0) }),
+            afterScheme[pathStart...].prefix(while: { $0 != "?" && $0 != "#" }).contains("@")
+        {
+            throw refuse("an @ after the host (a user name or password with /, ? or # in it?); put the password in a file and give password-file=PATH, and write @ in a path as %40")
         }
         guard let components = URLComponents(string: text) else { throw refuse("not a valid URL") }
         if components.password != nil {
@@ -219,6 +239,10 @@ package struct UplinkEndpoint: Sendable, Hashable {
             case "max-age": maxAge = try Self.maxAgeRange.value(parsing: value, for: where_)
             case "password-file", "ca-file":
                 guard value.utf8.count < Int(PATH_MAX) else { throw refuse("the \(name) path is longer than \(PATH_MAX - 1) bytes") }
+                // Decoded from %XX: a NUL would cut the path short, a newline would break a log line.
+                if value.unicodeScalars.contains(where: Self.isUnfitForTopics) {
+                    throw refuse("the \(name) path holds a control character")
+                }
                 if name == "password-file" { passwordFile = value } else { caFile = value }
             case "tid":
                 guard value.count == 2, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
@@ -294,6 +318,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
                 self.user = String(user)
                 self.device = String(device)
             case .homeassistant:
+                if maxAge != nil { throw refuse("max-age bounds an outbox; a Home Assistant uplink keeps none (it sends the latest fix only)") }
                 guard parts.count == 1, let device = parts.first, !device.isEmpty else {
                     throw refuse("the path must be /DEVICE (the device tracker's id in Home Assistant)")
                 }
@@ -321,11 +346,11 @@ package struct UplinkEndpoint: Sendable, Hashable {
     static func redacted(_ text: String) -> String {
         guard let schemeEnd = text.range(of: "://") else { return text }
         let rest = text[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@") else { return text }
+        // The last @ anywhere: a password may hold /, ? or # (the URL is refused then, and its message must
+        // not show it). An @ in a query value hides more of the message than needed, never less.
+        guard let at = rest.lastIndex(of: "@") else { return text }
         // A colon, written or as %3A, starts a password.
-        let userinfo = authority[..<at]
+        let userinfo = rest[..<at]
         let colon = [userinfo.firstIndex(of: ":"), userinfo.range(of: "%3a", options: .caseInsensitive)?.lowerBound].compactMap { $0 }.min()
         guard let colon else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
@@ -402,7 +427,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw refuse("cannot be inspected: \(String(cString: strerror(errno)))") }
         guard info.st_mode & 0o077 == 0 else {
-            throw refuse("may be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 \(path)")
+            throw refuse("may be read by other users (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 600 \(ValueRange.printable(path, limit: 200))")
         }
         guard info.st_uid == geteuid() else {
             throw refuse("belongs to uid \(info.st_uid), not to locationd's user (uid \(geteuid())); chown it to that user")

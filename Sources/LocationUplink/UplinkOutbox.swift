@@ -46,8 +46,6 @@ final class UplinkOutbox: Sendable {
         /// An append failed: the file lacks fixes held here, so it is rewritten whole before anything else.
         var writeFailed = false
         var counts = Counts()
-        /// The newest fix time taken: the age bound counts back from it.
-        var newest: Date?
     }
 
     private let state = Locked(State())
@@ -56,8 +54,10 @@ final class UplinkOutbox: Sendable {
     /// The most fixes kept.
     let capacity: Int
     /// Fixes more than this many seconds older than the newest one taken are dropped, oldest first; `nil` for
-    /// no bound by age. Counted in fix time, so a step of the system clock drops nothing.
+    /// no bound by age. Counted in fix time, from the newest fix's time or the system clock's, whichever is
+    /// earlier: a clock stepped forward, or one fix dated in the future, drops nothing that should stay.
     let maxAge: Double?
+    private let now: @Sendable () -> Date
     /// The journal's path, if it has one.
     var path: String? { journal?.path }
     /// What was wrong with the files when they were opened (their valid records are kept), if anything.
@@ -68,9 +68,12 @@ final class UplinkOutbox: Sendable {
     static let compactionThreshold = 1024
 
     /// Opens (or creates) the outbox at `path`, loading what a previous run left unacknowledged.
-    init(path: String?, capacity: Int, maxAge: Double? = nil) throws(LocationError) {
+    init(
+        path: String?, capacity: Int, maxAge: Double? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(LocationError) {
         self.capacity = max(1, capacity)
         self.maxAge = maxAge
+        self.now = now
         guard let path else {
             journal = nil
             cursor = nil
@@ -96,10 +99,11 @@ final class UplinkOutbox: Sendable {
         var fixes = Array(loaded.dropFirst(done))
         let dropped = max(0, fixes.count - self.capacity)
         if dropped > 0 { fixes.removeFirst(dropped) }
-        let newest = fixes.map(\.timestamp).max()
         var tooOld = 0
-        if let maxAge, let newest {
-            tooOld = fixes.prefix { newest.timeIntervalSince($0.timestamp) > maxAge }.count
+        if let maxAge, let newest = fixes.last?.timestamp {
+            let reference = min(newest, now())
+            // The newest stays: at most the fixes before it go.
+            tooOld = fixes.dropLast().prefix { reference.timeIntervalSince($0.timestamp) > maxAge }.count
             fixes.removeFirst(tooOld)
         }
         problem = problems.isEmpty ? nil : LocationError(.journalCorrupt, problems.joined(separator: "; "))
@@ -108,7 +112,6 @@ final class UplinkOutbox: Sendable {
             state.fileDone = done + dropped + tooOld
             state.counts.droppedFull = dropped
             state.counts.droppedOld = tooOld
-            state.newest = newest
         }
         // The record names this file from now on, whatever it named before.
         cursor.write(journalPath: path, acknowledged: done + dropped + tooOld, staged: nil)
@@ -130,10 +133,12 @@ final class UplinkOutbox: Sendable {
                 state.counts.droppedFull += full
             }
             if let maxAge {
-                let newest = max(state.newest ?? location.timestamp, location.timestamp)
-                state.newest = newest
+                let reference = min(location.timestamp, now())
                 var old = 0
-                while state.head + old < state.fixes.count, newest.timeIntervalSince(state.fixes[state.head + old].timestamp) > maxAge {
+                // Never the fix just taken: a fix dated long before the one before it is still sent.
+                while state.head + old < state.fixes.count - 1,
+                    reference.timeIntervalSince(state.fixes[state.head + old].timestamp) > maxAge
+                {
                     old += 1
                 }
                 if old > 0 {
@@ -181,6 +186,21 @@ final class UplinkOutbox: Sendable {
 
     /// Why the last fix taken could not be written (the fixes are in memory), or nil once one could.
     let writeProblem = Locked<String?>(nil)
+
+    /// How many fixes the outbox at `path` holds that its cursor does not count as acknowledged, read without
+    /// changing it; nil when it cannot be read (or another locationd has it open).
+    static func waitingCount(path: String) -> Int? {
+        var count = 0
+        guard let opened = try? LocationJournal.open(path: path, loading: { _ in count += 1 }) else { return nil }
+        defer { opened.journal.close() }
+        var info = stat()
+        guard lstat(path + ".cursor", &info) == 0 else { return count }
+        guard let cursor = try? OutboxCursor(path: path + ".cursor") else { return count }
+        switch cursor.acknowledged(journalPath: path) {
+        case .count(let done): return max(0, count - done)
+        case .unknown: return count
+        }
+    }
 
     /// Drops the `count` oldest fixes, in flight or not: an acknowledgement that comes for one later changes nothing.
     private static func dropOldest(_ count: Int, _ state: inout State) {

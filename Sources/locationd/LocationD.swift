@@ -112,7 +112,7 @@ struct LocationD: AsyncParsableCommand {
                 do throws(LocationError) {
                     let endpoint = try UplinkEndpoint(parsing: text, place: place)
                     try endpoint.checkFiles()
-                    if let first = uplinkNames.updateValue(index + 1, forKey: endpoint.name) {
+                    if let first = uplinkNames.updateValue(index + 1, forKey: endpoint.sameReceiverKey) {
                         throw LocationError(.invalidConfiguration, "\(place): the same uplink as \(settings.uplinksPlace) \(first) (one uplink per receiver, user and device); give it once")
                     }
                 } catch { throw CommandFailure.usage(error.message) }

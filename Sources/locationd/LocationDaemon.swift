@@ -81,12 +81,13 @@ final class LocationDaemon: Service, Sendable {
     ) throws(CommandFailure) -> [UplinkConsumer] {
         var consumers: [UplinkConsumer] = []
         var names = Set<String>()
+        var receivers = Set<String>()
         for (index, text) in settings.uplinks.enumerated() {
             let endpoint: UplinkEndpoint
             do throws(LocationError) {
                 endpoint = try UplinkEndpoint(parsing: text, place: "uplink \(index + 1)")
             } catch { throw .usage(error.message) }
-            guard names.insert(endpoint.name).inserted else {
+            guard receivers.insert(endpoint.sameReceiverKey).inserted, names.insert(endpoint.name).inserted else {
                 throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
             }
             var outbox: String?
@@ -123,8 +124,10 @@ final class LocationDaemon: Service, Sendable {
             guard !used.contains(name) else { continue }
             var info = stat()
             guard lstat("\(directory)/\(entry)", &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { continue }
+            // Acknowledged records stay in the file until it is rewritten: only what waits is worth a word.
+            guard let waiting = Uplinks.waitingCount(outbox: "\(directory)/\(entry)"), waiting > 0 else { continue }
             logger.warning(
-                "\(directory)/\(entry) (\(info.st_size) bytes) is the outbox of no uplink configured now (a changed or removed URL?): what it holds is not sent; UPLINKS.md says how to hand it to an uplink, or remove it with its .cursor"
+                "\(directory)/\(entry) holds \(waiting) \(waiting == 1 ? "fix" : "fixes") of no uplink configured now (a changed or removed URL?): they are not sent; UPLINKS.md says how to hand them to an uplink, or remove the file with its .cursor"
             )
         }
     }

@@ -284,6 +284,7 @@ struct UplinkHTTPTests {
         let traccar = "http://127.0.0.1:9/?format=traccar&id=pi"
         let cases: [([String], String)] = [
             (["--uplink", traccar, "--uplink", traccar + "&interval=5"], "the same uplink as --uplink 1"),
+            (["--uplink", "mqtt://127.0.0.1/alice/pi", "--uplink", "mqtt://LOCALHOST/alice/pi", "--uplink", "mqtt://localhost./alice/pi"], "--uplink 3: the same uplink as --uplink 2"),
             (["--uplink", "https://127.0.0.1:9/?format=traccar&id=pi&ca-file=\(fifo)"], "not a regular file"),
         ]
         for (uplinks, says) in cases {
@@ -312,7 +313,7 @@ struct UplinkHTTPTests {
         let corrected = try RunningDaemon(
             directory: directory, source: ["--replay", track, "--speed", "100"],
             extra: ["--journal", state + "/journal", "--uplink", "http://127.0.0.1:9/?format=traccar&id=pi"])
-        #expect(eventually(20) { corrected.logText.contains("is the outbox of no uplink configured now") })
+        #expect(eventually(20) { corrected.logText.contains("holds 20 fixes of no uplink configured now") })
         #expect(corrected.logText.contains(outbox), "the old outbox is named: \(corrected.logText)")
     }
 }

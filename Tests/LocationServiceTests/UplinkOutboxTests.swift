@@ -96,6 +96,15 @@ struct UplinkOutboxTests {
         let reopened = try UplinkOutbox(path: directory.file("o.outbox"), capacity: 100_000, maxAge: 60)
         #expect(reopened.counts.queued == 61 && reopened.counts.droppedOld == 149 + 40)
         #expect(reopened.takeUnsent(window: 1000).first?.location.timestamp == fixes[189].timestamp)
+        // One fix dated a century ahead drops nothing, and the fixes after it still go (the bound counts from
+        // the system clock when that is earlier).
+        let future = try UplinkOutbox(path: nil, capacity: 100_000, maxAge: 100, now: { fixes[299].timestamp })
+        var ahead = fixes[200]
+        ahead.timestamp = fixes[200].timestamp.addingTimeInterval(100 * 365 * 86_400)
+        for fix in fixes[150..<200] + [ahead] + fixes[201..<300] { try future.add(fix) }
+        #expect(future.counts.queued + future.counts.droppedOld == 150)
+        #expect(future.takeUnsent(window: 1000).map(\.location.timestamp).contains(ahead.timestamp), "the future fix is sent too")
+        #expect(future.counts.droppedOld == 49, "only what is 100 s older than the clock: fixes 150…198")
         // Without the bound nothing is dropped for age.
         let unbounded = try UplinkOutbox(path: nil, capacity: 100_000)
         for fix in fixes { try unbounded.add(fix) }
@@ -272,7 +281,7 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/p%23i", "+, #"),
             ("mqtt://broker/alice/p%00i", "+, #"),
             ("mqtt://broker/alice/pi\u{7}", "control character"),
-            ("mqtt://broker/alice/pi\n", "control character"),
+            ("mqtt://broker/alice/p\ni", "control character"),
             ("mqtt://broker/\(String(repeating: "a", count: 200))/pi", "longer than"),
             ("mqtt://broker/alice/pi?format=gpx", "format"),
             ("mqtt://broker/alice/pi?intervall=3", "unknown key"),
@@ -289,6 +298,11 @@ struct UplinkEndpointTests {
             ("mqtt://broker/alice/pi?max-age=10", "below"),
             ("mqtt://broker/alice/pi?max-age=nan", "not a number"),
             ("http://traccar/?format=traccar&id=x&max-age=-1", "negative"),
+            ("mqtt://bob:secret/x@broker/alice/pi", "an @ after the host"),
+            ("mqtt://bob:se?cret@broker/alice/pi", "(in 'mqtt://bob:***@broker"),
+            ("mqtt://me@broker/alice/pi?password-file=/pw%00x", "control character"),
+            ("mqtts://broker/alice/pi?ca-file=/ca%0A.pem", "control character"),
+            ("mqtt://broker/pi?format=homeassistant&max-age=3600", "keeps none"),
             ("mqtt://broker/alice/pi?tid=abc", "tid"),
             ("mqtt://broker/alice/pi?ca-file=/ca.pem", "mqtts"),
             ("mqtt://broker/alice/pi?password-file=/pw", "user name"),
@@ -329,7 +343,12 @@ struct UplinkEndpointTests {
     func urlsAroundTheEdgesAreTaken() throws {
         let trimmed = try UplinkEndpoint(parsing: "  mqtt://broker/alice/pi \t")
         #expect(trimmed.text == "mqtt://broker/alice/pi" && trimmed.device == "pi")
-        #expect(try UplinkEndpoint(parsing: "mqtt://[::1]:1884/alice/pi").port == 1884)
+        let ipv6 = try UplinkEndpoint(parsing: "mqtt://[::1]:1884/alice/pi")
+        #expect(ipv6.port == 1884 && ipv6.addressHost == "::1", "a resolver takes the address without brackets")
+        #expect(try UplinkEndpoint(parsing: "mqtt://broker/alice/pi\n").device == "pi", "a newline at the end, as a YAML block leaves it")
+        #expect(
+            try UplinkEndpoint(parsing: "mqtt://Broker./alice/pi").sameReceiverKey == UplinkEndpoint(parsing: "mqtt://broker/alice/pi?interval=5").sameReceiverKey,
+            "one receiver however its host is spelt")
         #expect(try UplinkEndpoint(parsing: "http://my_host-1.lan:5055/?format=traccar&id=7").host == "my_host-1.lan")
         #expect(try UplinkEndpoint(parsing: "mqtt://192.168.1.10/alice/pi").host == "192.168.1.10")
     }
