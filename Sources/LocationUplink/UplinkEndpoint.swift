@@ -73,6 +73,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
     /// `u` and `d` (it also reads the `X-Limit-U` and `X-Limit-D` headers, which are sent too).
     /// The host as a resolver takes it: an IPv6 address without its brackets.
     package var addressHost: String {
+        // URLComponents gives the zone decoded (`[fe80::1%eth0]`), as getaddrinfo takes it.
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
@@ -190,14 +191,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         // brackets. Anything else (%2F, %00, [zz]) would pass here and fail at every attempt to connect.
         let writtenHost =
             authority.hasPrefix("[") ? authority[..<afterHost.startIndex] : authority[..<(authority.firstIndex(of: ":") ?? authority.endIndex)]
-        let fitsHost: Bool
-        if writtenHost.hasPrefix("[") {
-            let address = writtenHost.dropFirst().dropLast()
-            fitsHost = writtenHost.hasSuffix("]") && address.contains(":") && address.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
-        } else {
-            fitsHost = writtenHost.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }
-        }
-        guard fitsHost else {
+        guard Self.isHost(writtenHost) else {
             throw refuse("the host '\(ValueRange.printable(writtenHost))' is not a host name, an IPv4 address or an IPv6 address in brackets (a name with other letters goes in its xn-- form)")
         }
         if let colon = afterHost.lastIndex(of: ":") {
@@ -342,6 +336,36 @@ package struct UplinkEndpoint: Sendable, Hashable {
         if passwordFile != nil, username == nil { throw refuse("password-file needs a user name: \(scheme)://USER@HOST/…") }
     }
 
+    /// Whether `written` (as in the URL) names a host: a name of labels (letters, digits, `-` and `_`, none
+    /// empty, none starting or ending with `-`; a trailing dot allowed), an IPv4 address (four numbers up to
+    /// 255), or an IPv6 address in brackets, with a zone after `%25` if any.
+    static func isHost(_ written: Substring) -> Bool {
+        if written.hasPrefix("[") {
+            guard written.hasSuffix("]"), written.count > 2 else { return false }
+            let inside = written.dropFirst().dropLast()
+            let zoneStart = inside.range(of: "%25")
+            let address = inside[..<(zoneStart?.lowerBound ?? inside.endIndex)]
+            let zone = zoneStart.map { inside[$0.upperBound...] } ?? ""
+            guard address.contains(":"), address.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return false }
+            guard zoneStart == nil || (!zone.isEmpty && zone.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }) else {
+                return false
+            }
+            // An address has at most 8 groups and one "::".
+            return address.split(separator: ":", omittingEmptySubsequences: false).count <= 9 && address.components(separatedBy: "::").count <= 2
+        }
+        let name = written.hasSuffix(".") ? written.dropLast() : written
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard !name.isEmpty, labels.allSatisfy({ label in
+            !label.isEmpty && label.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        }) else { return false }
+        // All digits: an IPv4 address, whose four numbers must fit a byte.
+        if labels.allSatisfy({ $0.allSatisfy(\.isNumber) }) {
+            return labels.count == 4 && labels.allSatisfy { Int($0).map { $0 <= 255 } ?? false }
+        }
+        return true
+    }
+
     /// The URL with any password in it replaced by `***`, for messages.
     static func redacted(_ text: String) -> String {
         guard let schemeEnd = text.range(of: "://") else { return text }
@@ -387,7 +411,8 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard fstat(fd, &info) == 0 else { throw refuse("cannot be inspected: \(String(cString: strerror(errno)))") }
         guard info.st_size > 0 else { throw refuse("is empty; it should hold the PEM certificate(s) of the authority that signed the server's") }
         guard info.st_size <= 16 << 20 else { throw refuse("is larger than 16 MiB; it should hold PEM certificates") }
-        var head = [UInt8](repeating: 0, count: 4096)
+        // The first 64 KiB: `openssl x509 -text` writes several KiB of text before the PEM block.
+        var head = [UInt8](repeating: 0, count: 65_536)
         guard case .success(let count) = SystemIO.read(fd, into: &head, upTo: head.count) else {
             throw refuse("cannot be read: \(String(cString: strerror(errno)))")
         }

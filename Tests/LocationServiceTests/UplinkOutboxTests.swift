@@ -319,6 +319,13 @@ struct UplinkEndpointTests {
             ("mqtt://broker/my%20pi?format=homeassistant", "letters, digits"),
             ("https://me%3Asecret@recorder/pub?user=a&device=b", "password-file"),
             ("mqtt://[zz]/alice/pi", "IPv6 address in brackets"),
+            ("mqtt://../alice/pi", "not a host name"),
+            ("mqtt://-broker/alice/pi", "not a host name"),
+            ("mqtt://broker..lan/alice/pi", "not a host name"),
+            ("mqtt://999.1.1.1/alice/pi", "not a host name"),
+            ("mqtt://10.0.0/alice/pi", "not a host name"),
+            ("mqtt://[1:2:3:4:5:6:7:8:9:10]/alice/pi", "not a host name"),
+            ("mqtt://[fe80::1%25]/alice/pi", "not a host name"),
             ("mqtt://a%2Fb/alice/pi", "not a host name"),
             ("http://a%00b/?format=traccar&id=x", "not a host name"),
             ("mqtt://br\u{F6}ker/alice/pi", "xn--"),
@@ -345,6 +352,8 @@ struct UplinkEndpointTests {
         #expect(trimmed.text == "mqtt://broker/alice/pi" && trimmed.device == "pi")
         let ipv6 = try UplinkEndpoint(parsing: "mqtt://[::1]:1884/alice/pi")
         #expect(ipv6.port == 1884 && ipv6.addressHost == "::1", "a resolver takes the address without brackets")
+        #expect(try UplinkEndpoint(parsing: "mqtt://[fe80::1%25eth0]/alice/pi").addressHost == "fe80::1%eth0", "a zone, as getaddrinfo takes it")
+        #expect(try UplinkEndpoint(parsing: "mqtt://broker.lan./alice/pi").host == "broker.lan.")
         #expect(try UplinkEndpoint(parsing: "mqtt://broker/alice/pi\n").device == "pi", "a newline at the end, as a YAML block leaves it")
         #expect(
             try UplinkEndpoint(parsing: "mqtt://Broker./alice/pi").sameReceiverKey == UplinkEndpoint(parsing: "mqtt://broker/alice/pi?interval=5").sameReceiverKey,
@@ -379,6 +388,11 @@ struct UplinkEndpointTests {
         let pem = directory.file("ca.pem")
         try "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".write(toFile: pem, atomically: true, encoding: .utf8)
         try UplinkEndpoint(parsing: "mqtts://broker/alice/pi?ca-file=\(pem)").checkFiles()
+        // As `openssl x509 -text` writes it: pages of text, then the PEM block.
+        let text = directory.file("ca-text.pem")
+        try (String(repeating: "    Modulus: 00:c3:5a:...\n", count: 400) + "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+            .write(toFile: text, atomically: true, encoding: .utf8)
+        try UplinkEndpoint(parsing: "mqtts://broker/alice/pi?ca-file=\(text)").checkFiles()
     }
 
     @Test("a password file that is a FIFO, open to others, empty or missing is refused without reading or quoting it")
