@@ -55,8 +55,7 @@ package final class HTTPUplink: Uplink {
         self.endpoint = endpoint
         self.logger = logger
         self.now = now
-        try endpoint.checkFiles()
-        let password = try endpoint.readPassword()
+        let password = try endpoint.checkFiles()
         var headers: [String] = []
         if endpoint.format == .owntracks {
             // The Recorder reads the user and device from these headers or from u= and d=; both are sent.
@@ -66,12 +65,7 @@ package final class HTTPUplink: Uplink {
             options: HTTPClient.Options(
                 url: endpoint.requestURL, headers: headers, username: endpoint.username, password: password,
                 caFile: endpoint.caFile, requestTimeout: ValueRange.duration(clampingSeconds: endpoint.timeout)))
-        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue, maxAge: endpoint.maxAge)
-        if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
-        let pending = outbox.counts.queued
-        if pending > 0 {
-            logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the server")
-        }
+        outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "server", logger: logger)
     }
 
     /// Starts the sending thread.

@@ -47,8 +47,7 @@ package final class HomeAssistantUplink: Uplink {
         self.endpoint = endpoint
         self.logger = logger
         self.now = now
-        try endpoint.checkFiles()
-        let password = try endpoint.readPassword()
+        let password = try endpoint.checkFiles()
         let uplink = self.reference
         let state = self.state
         let name = endpoint.name

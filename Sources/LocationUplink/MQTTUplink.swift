@@ -51,14 +51,8 @@ package final class MQTTUplink: Uplink {
         self.endpoint = endpoint
         self.logger = logger
         self.now = now
-        try endpoint.checkFiles()
-        let password = try endpoint.readPassword()
-        outbox = try UplinkOutbox(path: outboxPath, capacity: endpoint.queue, maxAge: endpoint.maxAge)
-        if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
-        let pending = outbox.counts.queued
-        if pending > 0 {
-            logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the broker")
-        }
+        let password = try endpoint.checkFiles()
+        outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "broker", logger: logger)
         let link = self.link
         let uplink = self.reference
         let options = MQTTClient.Options(

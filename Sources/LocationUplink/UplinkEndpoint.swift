@@ -395,12 +395,13 @@ package struct UplinkEndpoint: Sendable, Hashable {
     }
 
     /// Checks the files the uplink reads (the password file and the CA file) as its start would: run before
-    /// anything starts, and by `--check-config`.
+    /// anything starts, and by `--check-config`. Returns the password, if there is one.
     ///
     /// - Throws: ``LocationError/Code/invalidConfiguration`` naming the file and what is wrong with it.
-    package func checkFiles() throws(LocationError) {
-        _ = try readPassword()
-        guard let path = caFile else { return }
+    @discardableResult
+    package func checkFiles() throws(LocationError) -> String? {
+        let password = try readPassword()
+        guard let path = caFile else { return password }
         func refuse(_ reason: String) -> LocationError {
             LocationError(.invalidConfiguration, "the CA file \(ValueRange.printable(path, limit: 200)) of uplink \(name) \(reason)")
         }
@@ -419,6 +420,7 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard String(decoding: head.prefix(count), as: UTF8.self).contains("-----BEGIN") else {
             throw refuse("holds no PEM certificate (no -----BEGIN line); convert a DER file with openssl x509 -inform der")
         }
+        return password
     }
 
     /// Opens `path` for reading without waiting on it, and returns it only if it is a regular file.

@@ -163,6 +163,18 @@ final class UplinkOutbox: Sendable {
         try result.get()
     }
 
+    /// Opens the outbox of the uplink to `endpoint` (at `path`, or in memory), with its bounds, and logs what
+    /// is wrong with its files and how many fixes an earlier run left waiting for the `receiver`.
+    static func open(for endpoint: UplinkEndpoint, path: String?, receiver: String, logger: Logger) throws(LocationError) -> UplinkOutbox {
+        let outbox = try UplinkOutbox(path: path, capacity: endpoint.queue, maxAge: endpoint.maxAge)
+        if let problem = outbox.problem { logger.warning("uplink \(endpoint.name): \(problem.message)") }
+        let pending = outbox.counts.queued
+        if pending > 0 {
+            logger.info("uplink \(endpoint.name): \(pending) \(pending == 1 ? "fix" : "fixes") from an earlier run wait for the \(receiver)")
+        }
+        return outbox
+    }
+
     /// Takes a fix an uplink's consumer delivered (unless reported worse than `accuracy` metres): journaled
     /// first, behind what waits. A write that fails keeps the fix in memory; the first failure is logged, and
     /// so is the write that works again. ``writeProblem`` says what failed meanwhile.
