@@ -708,20 +708,24 @@ public final class LocationManager: Sendable {
     private func journal(_ fix: Location, _ state: inout State) {
         guard let journal else { return }
         do throws(LocationError) {
-            try journal.append(fix)
             if state.journalFailures > 0 {
+                // A cheap append first tells whether writing works again; the rewrite then makes it whole.
+                try journal.append(fix)
                 try journal.replaceContents(with: state.batch.peek())
                 logger.notice("journal \(journal.path) is written again after \(state.journalFailures) failed appends; it holds all \(journal.count) held fixes")
                 state.journalFailures = 0
                 let replaced = journalReplaced
                 delivery.enqueue { replaced.value?() }
-            } else if journal.count > 2 * state.batch.capacity + 16 {
+            } else if journal.count + 1 > 2 * state.batch.capacity + 16 {
                 // The batch drops its oldest fixes past its capacity; the file, appended to, would grow for as
                 // long as the app stays in the background. Rewritten (atomically) with what the batch holds,
-                // it stays within twice the capacity, at the cost of one rewrite per capacity's worth of fixes.
+                // this fix included, rather than appended to, it never holds more than twice the capacity
+                // (and 16), at the cost of one rewrite per capacity's worth of fixes.
                 try journal.replaceContents(with: state.batch.peek())
                 let replaced = journalReplaced
                 delivery.enqueue { replaced.value?() }
+            } else {
+                try journal.append(fix)
             }
         } catch {
             state.journalFailures += 1

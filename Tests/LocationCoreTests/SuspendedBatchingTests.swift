@@ -213,6 +213,33 @@ struct SuspendedBatchingTests {
         }
     }
 
+    @Test("while suspended the journal file never holds more than twice the batch's capacity and 16, after any fix")
+    func journalFileStaysBoundedAfterEveryFix() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("held.journal")
+        try await serially {
+            var largest = 0
+            let h = try Harness(
+                configuration: .init(reduced: .init(interval: .seconds(1), desiredAccuracy: nil), batchCapacity: 4, journalPath: path))
+            await h.start()
+            try h.application.transition(to: .suspended)
+            await h.settle()
+            for second in 0..<100 {
+                await h.play(second..<second + 1)
+                // A copy: the journal is locked by its owner.
+                let copy = directory.file("copy-\(second).journal")
+                try FileManager.default.copyItem(atPath: path, toPath: copy)
+                let (journal, contents) = try LocationJournal.open(path: copy)
+                journal.close()
+                largest = max(largest, contents.locations.count)
+            }
+            #expect(h.manager.heldCount == 4)
+            #expect(largest == 2 * 4 + 16, "the file reached \(largest) records")
+        }
+        let (_, contents) = try LocationJournal.open(path: path)
+        #expect(contents.locations.suffix(4) == LocationFixtures.walk(count: 4, from: 96))
+    }
+
     @Test("fixes held again right after a flush stay in the journal")
     func journalKeepsFixesAfterFlush() async throws {
         let directory = TemporaryDirectory()
