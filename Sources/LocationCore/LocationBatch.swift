@@ -322,7 +322,7 @@ package struct LocationBatch: Sendable {
                 break
             }
             if !duplicate {
-                locations[kept] = candidate
+                if kept != index { locations[kept] = candidate }  // most batches hold no duplicate: no copy
                 kept += 1
             }
         }

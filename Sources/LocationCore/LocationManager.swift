@@ -49,7 +49,7 @@ public final class LocationManager: Sendable {
         /// The fix times of held fixes restored from this app's journal and delivered in this run: a holder
         /// that handed them to a run that was killed before the delegate had them (so it had no word) hands
         /// them over again, and they are not delivered twice. At most one batch's worth is kept.
-        var deliveredFromJournal: Set<Date> = []
+        var deliveredFromJournal = SortedFixTimes()
         /// Whether the batch holds fixes restored from the journal rather than held in this run.
         var batchIsRestored = false
         var location: Location?
@@ -498,9 +498,11 @@ public final class LocationManager: Sendable {
         // Handed over again (the holder had no word that they arrived): a fix already held here, or handed
         // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
         // already delivered may never have reached the app.
-        var known = state.lastHandedOver.union(state.deliveredFromJournal)
-        if !state.batch.isEmpty { known.formUnion(state.batch.peek().map(\.timestamp)) }
-        let fresh = locations.filter { $0.hasValidCoordinate && !known.contains($0.timestamp) }
+        let held = state.batch.isEmpty ? SortedFixTimes() : SortedFixTimes(state.batch.peek())
+        let fresh = locations.filter {
+            $0.hasValidCoordinate && !state.lastHandedOver.contains($0.timestamp)
+                && !state.deliveredFromJournal.contains($0.timestamp) && !held.contains($0.timestamp)
+        }
         state.lastHandedOver = Set(locations.map(\.timestamp))
         // Delivered at once, nothing held here and no journal to keep them in: handed to the delegate as they
         // came, rather than encoded into the batch and decoded out of it again (a daemon's 100,000 fixes).
@@ -751,8 +753,8 @@ public final class LocationManager: Sendable {
     private func flush(_ state: inout State, reason: HeldBatchReason, handedOver: [Location] = []) {
         var (locations, dropped) = state.batch.drain()
         if state.batchIsRestored, journal != nil {
-            if state.deliveredFromJournal.count + locations.count > state.batch.capacity { state.deliveredFromJournal = [] }
-            state.deliveredFromJournal.formUnion(locations.map(\.timestamp))
+            if state.deliveredFromJournal.count + locations.count > state.batch.capacity { state.deliveredFromJournal = SortedFixTimes() }
+            state.deliveredFromJournal.add(locations)
         }
         if locations.isEmpty { locations = handedOver } else { locations += handedOver }
         state.batchIsRestored = false
