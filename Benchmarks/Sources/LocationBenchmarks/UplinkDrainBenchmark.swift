@@ -69,14 +69,15 @@ package enum UplinkDrainBenchmark {
                 }
             }
             guard backlog > 0 else { throw BenchError("nothing was queued") }
-            let broker = try Broker(directory: state, port: port)
+            let broker = try LoopbackBroker(directory: state, port: port)
             defer { broker.stop() }
 
-            var counter = try Counter(port: port, topic: "owntracks/bench/dev")
+            var topic = "owntracks/bench/dev"
+            var counter = try BrokerSubscriber(port: port, topics: [topic])
             let start = ContinuousClock.now
             let draining = try ChildProcess([locationd, "--replay", single, "--speed", "1"] + arguments)
             defer { draining.stop() }
-            try await waitUntil("the backlog arrives", timeout: .seconds(600), poll: .milliseconds(5)) { counter.count >= backlog }
+            try await waitUntil("the backlog arrives", timeout: .seconds(600), poll: .milliseconds(5)) { counter.count(topic) >= backlog }
             rates.append(Double(backlog) / (ContinuousClock.now - start).secondsValue)
             cpus.append(Self.cpuSeconds(draining.pid) / Double(backlog))
             smallest = min(smallest, backlog)
@@ -90,7 +91,9 @@ package enum UplinkDrainBenchmark {
                 text += "\n"
             }
             try text.write(toFile: lines, atomically: true, encoding: .utf8)
-            counter = try Counter(port: port, topic: "owntracks/bench/peer")
+            counter.stop()
+            topic = "owntracks/bench/peer"
+            counter = try BrokerSubscriber(port: port, topics: [topic])
             let childrenBefore = Self.childrenCPUSeconds()
             let peerStart = ContinuousClock.now
             let peer = try ChildProcess([
@@ -100,13 +103,14 @@ package enum UplinkDrainBenchmark {
             _ = await peer.waitForExit(timeout: .seconds(600))
             var arrived = -1, lastChange = ContinuousClock.now
             while ContinuousClock.now - lastChange < .seconds(2), arrived < fixes {
-                let now = counter.count
+                let now = counter.count(topic)
                 if now != arrived { (arrived, lastChange) = (now, ContinuousClock.now) }
                 try await Task.sleep(for: .milliseconds(5))
             }
             peerRates.append(Double(arrived) / (lastChange - peerStart).secondsValue)
             peerArrived = min(peerArrived, arrived)
             peerCPUs.append((Self.childrenCPUSeconds() - childrenBefore) / Double(fixes))
+            counter.stop()
         }
         return Result(
             rate: Statistics.median(rates), cpuPerFix: Statistics.median(cpus), peerRate: Statistics.median(peerRates),
@@ -134,71 +138,6 @@ package enum UplinkDrainBenchmark {
 
     private static func uplink(socket: String) throws -> UplinkStatus? {
         try ControlClient.request(.status, path: socket).decode(DaemonStatus.self, forKey: "status").uplinks?.first
-    }
-
-    /// mosquitto on a loopback port, without persistence (the benchmark measures the uplink, not the disk).
-    private final class Broker {
-        let process: ChildProcess
-
-        init(directory: String, port: Int) throws {
-            let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
-            let configuration = "user \(user)\nlistener \(port) 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n"
-            try configuration.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
-            process = try ChildProcess(["mosquitto", "-c", directory + "/mosquitto.conf"])
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !LoopbackTCP.accepts(port: port) {
-                guard ContinuousClock.now < deadline else { throw BenchError("mosquitto did not listen on \(port)") }
-                usleep(10_000)
-            }
-        }
-
-        func stop() { process.stop() }
-    }
-
-    /// `mosquitto_sub` at QoS 1 on one topic, its lines counted as they come.
-    private struct Counter {
-        let process: ChildProcess
-        private let received: Locked<Int>
-        var count: Int { received.withLock { $0 } }
-
-        init(port: Int, topic: String) throws {
-            process = try ChildProcess(
-                ["mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-t", "bench/probe", "-q", "1", "-v"],
-                captureStandardOutput: true)
-            let received = Locked(0)
-            self.received = received
-            let probed = Locked(false)
-            guard let fd = process.standardOutput else { throw BenchError("mosquitto_sub has no output") }
-            let reader = Thread {
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                var line: [UInt8] = []
-                while true {
-                    let count = read(fd, &buffer, buffer.count)
-                    guard count > 0 else { return }
-                    for byte in buffer[0..<count] {
-                        guard byte == 0x0A else {
-                            line.append(byte)
-                            continue
-                        }
-                        if line.starts(with: Array("bench/probe".utf8)) {
-                            probed.withLock { $0 = true }
-                        } else {
-                            received.withLock { $0 += 1 }
-                        }
-                        line.removeAll(keepingCapacity: true)
-                    }
-                }
-            }
-            reader.start()
-            // Subscribed once a probe arrives: what is published from then on is counted.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !probed.withLock({ $0 }) {
-                guard ContinuousClock.now < deadline else { throw BenchError("mosquitto_sub did not subscribe") }
-                let probe = try ChildProcess(["mosquitto_pub", "-h", "127.0.0.1", "-p", "\(port)", "-t", "bench/probe", "-m", "x"])
-                _ = probe.wait()
-                usleep(20_000)
-            }
-        }
     }
 }
 
