@@ -24,6 +24,9 @@ package final class LoopbackBroker {
         try start()
     }
 
+    /// The running broker's process id.
+    package var pid: pid_t? { process?.pid }
+
     /// Starts it again after ``stop()``, on the same port.
     package func start() throws {
         guard process == nil else { return }

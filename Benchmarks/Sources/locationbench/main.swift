@@ -1,14 +1,15 @@
 // locationbench: every headline figure of the project next to its peers, measured in one run.
 //
 //   swift run -c release locationbench [--quick] [--json] [--runs N] [--only ITEMS]
-//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live [OPTIONS]   one focused measurement (below)
+//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live|fleet [OPTIONS]   one focused measurement (below)
 //
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
 // with the subcommands: `batch` (held batch, flush, journal: BatchCommand), `gpx` (GPX readers side by side
-// at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand) and `apps` (locationd
-// serving many apps: AppsCommand), `uplink` (an uplink's drain to a broker: UplinkCommand) and `uplink-live` (fix → broker
-// latency at 1 Hz and a broker restart, beside a shell bridge: UplinkLiveCommand).
+// at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand), `apps` (locationd
+// serving many apps: AppsCommand), `uplink` (an uplink's drain to a broker: UplinkCommand), `uplink-live` (fix → broker
+// latency at 1 Hz and a broker restart, beside a shell bridge: UplinkLiveCommand) and `fleet` (100
+// daemons into one broker: FleetCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
@@ -35,6 +36,9 @@ case "uplink":
     exit(0)
 case "uplink-live":
     try await UplinkLiveCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+    exit(0)
+case "fleet":
+    try await FleetCommand.run(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
 default:
     break
