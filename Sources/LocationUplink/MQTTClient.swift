@@ -46,6 +46,8 @@ final class MQTTClient: @unchecked Sendable {
     private let running = Locked(false)
     /// When the current connection was accepted (CONNACK); `nil` while none is.
     private let accepted = Locked<ContinuousClock.Instant?>(nil)
+    /// Whether the disconnect callback told of the end of the current attempt.
+    private let endTold = Locked(false)
     /// Set by ``stop()``: the network loop ends at this time at the latest.
     private let stopDeadline = Locked<ContinuousClock.Instant?>(nil)
     /// Wakes the connection's thread from its wait before connecting again (to stop).
@@ -97,6 +99,7 @@ final class MQTTClient: @unchecked Sendable {
             guard let client = MQTTClient.client(context) else { return }
             // A close this side asked for (code 0) is not a problem to tell.
             guard code != 0, client.running.withLock({ $0 }) else { return }
+            client.endTold.withLock { $0 = true }
             client.handlers.disconnected(
                 code == MOSQ_ERR_CONN_LOST.rawValue ? "the connection was lost" : "the connection was lost: \(MQTTClient.describe(code))")
         }
@@ -163,6 +166,7 @@ final class MQTTClient: @unchecked Sendable {
                 // Until the connection ends (a lost connection returns here; its callback told why) or, once
                 // stopping, until the goodbye is written.
                 var loop = MOSQ_ERR_SUCCESS.rawValue
+                endTold.withLock { $0 = false }
                 while loop == MOSQ_ERR_SUCCESS.rawValue {
                     loop = mosquitto_loop(handle, 200, 1)
                     let now = ContinuousClock.now
@@ -173,6 +177,14 @@ final class MQTTClient: @unchecked Sendable {
                         handlers.disconnected("the broker at \(options.host):\(options.port) did not answer the connection within \(Int(Self.answerTimeout.seconds)) s")
                         mosquitto_disconnect(handle)
                     }
+                }
+                // A connection that ended before the broker answered it (a TLS handshake refused: the broker's
+                // certificate not signed by the CA file, or a name that does not match it) calls no disconnect
+                // callback: the loop's code is the only word of it.
+                if !gaveUp, loop != MOSQ_ERR_SUCCESS.rawValue, accepted.withLock({ $0 }) == nil, !endTold.withLock({ $0 }),
+                    running.withLock({ $0 }), stopDeadline.withLock({ $0 }) == nil
+                {
+                    handlers.disconnected("cannot connect to \(options.host):\(options.port): \(Self.describe(loop))")
                 }
                 if let since = accepted.withLock({ $0 }), ContinuousClock.now - since >= Self.lastingConnection { backoff.reset() }
                 accepted.withLock { $0 = nil }

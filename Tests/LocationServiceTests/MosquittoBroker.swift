@@ -6,19 +6,30 @@ import LocationCore
 /// limit on what it queues for an offline subscriber, so that every message a test sends is there to count.
 final class MosquittoBroker: Sendable {
     let port: Int
+    /// A second listener with TLS (``init(directory:port:tls:)``), or nil.
+    let tlsPort: Int?
     let directory: String
     private let process = Locked<ChildProcess?>(nil)
 
-    init(directory: String, port: Int? = nil) throws {
+    /// With `tls`, a second listener on ``tlsPort`` serves TLS with the server certificate of `tls`.
+    init(directory: String, port: Int? = nil, tls: TestCertificates? = nil) throws {
         self.directory = directory
         self.port = try port ?? LoopbackTCP.freePort()
+        self.tlsPort = try tls.map { _ in try LoopbackTCP.freePort() }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Run as root, mosquitto becomes the user `mosquitto`, who could not save its state in a folder of
         // the test's: it stays whoever runs the test.
         let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
-        let configuration = """
+        var configuration = """
             user \(user)
+            per_listener_settings false
             listener \(self.port) 127.0.0.1
+            """
+        if let tls, let tlsPort {
+            configuration += "\nlistener \(tlsPort) 127.0.0.1\ncertfile \(tls.serverCertificate)\nkeyfile \(tls.serverKey)"
+        }
+        configuration += """
+
             allow_anonymous true
             persistence true
             persistence_location \(directory)/
@@ -33,7 +44,7 @@ final class MosquittoBroker: Sendable {
     func start() throws {
         let child = try ChildProcess(["mosquitto", "-c", "\(directory)/mosquitto.conf"])
         process.withLock { $0 = child }
-        guard eventually(10, { LoopbackTCP.accepts(port: port) }) else {
+        guard eventually(10, { LoopbackTCP.accepts(port: port) && tlsPort.map(LoopbackTCP.accepts(port:)) != false }) else {
             throw LocationError(.sourceUnavailable, "mosquitto did not listen on \(port): \(log)")
         }
     }

@@ -42,6 +42,39 @@ struct UplinkBrokerTests {
     }
 
     @Test(
+        "mqtts:// to a real broker: with the CA that signed its certificate every fix arrives in order; with another CA none is sent and status says why",
+        .timeLimit(.minutes(2)))
+    func tlsWithTheRightAndAWrongCA() throws {
+        let directory = TemporaryDirectory()
+        let certificates = try TestCertificates(in: directory.file("tls"))
+        let broker = try MosquittoBroker(directory: directory.file("broker"), tls: certificates)
+        try broker.start()
+        let tlsPort = try #require(broker.tlsPort)
+        let subscriber = try MosquittoSubscriber(broker: broker, topic: "owntracks/#")
+        let count = 40
+        let daemon = try RunningDaemon(
+            directory: directory, source: ["--replay", try Self.track(directory, "walk.gpx", count: count, from: 0), "--speed", "20"],
+            extra: [
+                "--journal", try Self.stateFolder(directory) + "/journal",
+                "--uplink", "mqtts://localhost:\(tlsPort)/alice/pi?ca-file=\(certificates.caFile)",
+                "--uplink", "mqtts://127.0.0.1:\(tlsPort)/bob/pi?ca-file=\(certificates.otherCAFile)",
+            ])
+        #expect(try eventually(60) { try daemon.status().uplinks?.first?.acknowledged == count }, "\(daemon.logText)")
+        #expect(eventually(10) { subscriber.locationTimes.count >= count })
+        let alice = subscriber.messages.filter { $0.topic == "owntracks/alice/pi" }.compactMap { $0.payload["tst"] as? Int }
+        #expect(alice == (0..<count).map { Self.epoch + $0 })
+        // The other CA did not sign the broker's certificate: the handshake fails, nothing leaves the outbox.
+        #expect(try eventually(15) { try daemon.status().uplinks?.last?.lastError != nil }, "\((try? daemon.status().uplinks) ?? nil ?? [])")
+        let bob = try #require(try daemon.status().uplinks?.last)
+        #expect(bob.url.contains("bob"))
+        #expect(bob.connected == false)
+        #expect(bob.acknowledged == 0)
+        #expect(bob.queued == count)
+        #expect(bob.lastError?.localizedCaseInsensitiveContains("TLS") == true, "\(bob.lastError ?? "no problem shown")")
+        #expect(!subscriber.messages.contains { $0.topic.hasPrefix("owntracks/bob") })
+    }
+
+    @Test(
         "every fix of a replay reaches the broker in order, though the broker is down at the start and restarted twice mid-stream",
         .timeLimit(.minutes(3)))
     func brokerDownAtStartAndRestartedTwice() throws {

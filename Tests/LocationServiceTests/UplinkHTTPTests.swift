@@ -16,7 +16,8 @@ struct UplinkHTTPTests {
     ///
     /// `plan` says how it answers: `unavailable` (the first N requests get 503), `hang` (the first N get no
     /// answer at all), `delay` (seconds before each answer), `refuse` (fix times, seconds of the walk, answered 400 as a body Traccar cannot use
-    /// is), `devices` (Traccar's known device ids; others get 404). Each request is logged as a JSON line.
+    /// is), `devices` (Traccar's known device ids; others get 404), `tls` (`cert` and `key`: HTTPS with that server
+    /// certificate, through python3's ssl, which is OpenSSL). Each request is logged as a JSON line.
     final class StandIn: Sendable {
         let port: Int
         let process: ChildProcess
@@ -86,6 +87,11 @@ struct UplinkHTTPTests {
 
             server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
             server.daemon_threads = True
+            if "tls" in plan:
+                import ssl
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(plan["tls"]["cert"], plan["tls"]["key"])
+                server.socket = context.wrap_socket(server.socket, server_side=True)
             with open(port_file + ".tmp", "w") as f:
                 f.write(str(server.server_address[1]))
             import os
@@ -212,6 +218,34 @@ struct UplinkHTTPTests {
         #expect(try eventually(60) { try Self.uplink(daemon)?.acknowledged == count }, "every fix arrives after the hung request")
         #expect(standIn.takenTimes == (0..<count).map { Self.epoch + $0 })
         #expect(daemon.logText.contains("timed out") || daemon.logText.contains("Timeout"), "the timeout was logged: \(daemon.logText)")
+    }
+
+    @Test(
+        "https:// to a TLS server: with the CA that signed its certificate every fix arrives in order; with another CA none is sent and status says why",
+        .timeLimit(.minutes(2)))
+    func httpsWithTheRightAndAWrongCA() throws {
+        let directory = TemporaryDirectory()
+        let certificates = try TestCertificates(in: directory.file("tls"))
+        let tls = ["cert": certificates.serverCertificate, "key": certificates.serverKey]
+        let standIn = try StandIn("traccar", plan: ["devices": ["pi", "car"], "tls": tls], in: directory)
+        let count = 30
+        let daemon = try RunningDaemon(
+            directory: directory,
+            source: ["--replay", try UplinkBrokerTests.track(directory, "walk.gpx", count: count, from: 0), "--speed", "30"],
+            extra: [
+                "--journal", try UplinkBrokerTests.stateFolder(directory) + "/journal",
+                "--uplink", "https://localhost:\(standIn.port)/?format=traccar&id=pi&ca-file=\(certificates.caFile)",
+                "--uplink", "https://127.0.0.1:\(standIn.port)/?format=traccar&id=car&ca-file=\(certificates.otherCAFile)",
+            ])
+        #expect(try eventually(60) { try daemon.status().uplinks?.first?.acknowledged == count }, "\(daemon.logText)")
+        #expect(standIn.takenTimes == (0..<count).map { Self.epoch + $0 })
+        #expect(standIn.requests.allSatisfy { $0.body["device_id"] as? String == "pi" })
+        #expect(try eventually(15) { try daemon.status().uplinks?.last?.lastError != nil })
+        let car = try #require(try daemon.status().uplinks?.last)
+        #expect(car.url.contains("car"))
+        #expect(car.acknowledged == 0)
+        #expect(car.queued == count)
+        #expect(car.lastError?.localizedCaseInsensitiveContains("certificate") == true, "\(car.lastError ?? "no problem shown")")
     }
 
     @Test(
