@@ -126,6 +126,7 @@ final class UplinkOutbox: Sendable {
     /// journal whole.
     func add(_ location: Location) throws(LocationError) {
         let result: Result<Void, LocationError> = state.withLock { state in
+            let droppedOldBefore = state.counts.droppedOld
             state.fixes.append(location)
             let full = max(0, state.fixes.count - state.head - capacity)
             if full > 0 {
@@ -157,7 +158,11 @@ final class UplinkOutbox: Sendable {
                 state.writeFailed = true
                 return .failure(error)
             }
-            compactIfDue(&state)
+            // Fixes dropped for room or age are as good as acknowledged: the cursor says so at once, so that a
+            // restart does not send them again.
+            if !compactIfDue(&state), full > 0 || state.counts.droppedOld > droppedOldBefore, !state.writeFailed {
+                cursor?.write(journalPath: journal.path, acknowledged: state.fileDone, staged: nil)
+            }
             return .success(())
         }
         try result.get()
@@ -292,7 +297,9 @@ final class UplinkOutbox: Sendable {
         state.withLock { state in
             var counts = state.counts
             counts.queued = state.fixes.count - state.head
-            counts.inFlight = Int(state.next - state.base) - state.acknowledgedAhead.count
+            // Acknowledged ahead of the oldest, but not sent again since an unsend moved `next` back: not in flight.
+            let next = state.next
+            counts.inFlight = max(0, Int(next - state.base) - state.acknowledgedAhead.filter { $0 < next }.count)
             return counts
         }
     }
@@ -313,7 +320,9 @@ final class UplinkOutbox: Sendable {
             state.fileDone >= state.fixes.count - state.head
         else { return false }
         do throws(LocationError) { try rewrite(&state) } catch {
+            // Said in status; the next fix taken rewrites the outbox whole.
             state.writeFailed = true
+            writeProblem.withLock { $0 = $0 ?? "cannot compact the outbox: \(error.message)" }
             return false
         }
         return true

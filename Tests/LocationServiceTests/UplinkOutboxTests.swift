@@ -60,8 +60,24 @@ struct UplinkOutboxTests {
             #expect(outbox.counts.droppedFull == 15)
             #expect(outbox.takeUnsent(window: 100).map(\.location.timestamp) == fixes.suffix(10).map(\.timestamp))
         }
-        let reopened = try Self.outbox(directory, capacity: 10)
+        // Opened with room for all 25: the 15 dropped are not sent again (the cursor counts them as done).
+        let reopened = try Self.outbox(directory, capacity: 100)
         #expect(reopened.takeUnsent(window: 100).map(\.location.timestamp) == fixes.suffix(10).map(\.timestamp))
+        #expect(reopened.counts.droppedFull == 0)
+    }
+
+    @Test("fixes acknowledged ahead and then taken back (unsent) are not counted as in flight, never below zero")
+    func inFlightNeverCountsWhatWasTakenBack() throws {
+        let outbox = try UplinkOutbox(path: nil, capacity: 100)
+        for fix in LocationFixtures.walk(count: 10) { try outbox.add(fix) }
+        let sent = outbox.takeUnsent(window: 5)
+        outbox.acknowledge([sent[3].sequence, sent[4].sequence])
+        #expect(outbox.counts.inFlight == 3)
+        outbox.unsend(from: sent[1].sequence)
+        #expect(outbox.counts.inFlight == 1, "only the first is still out")
+        outbox.unsend(from: sent[0].sequence)
+        #expect(outbox.counts.inFlight == 0)
+        #expect(outbox.takeUnsent(window: 5).map(\.sequence) == [sent[0].sequence, sent[1].sequence, sent[2].sequence])
     }
 
     @Test("a full outbox whose broker stays away keeps its memory and its file within its capacity")
@@ -91,10 +107,11 @@ struct UplinkOutboxTests {
             #expect(kept == fixes[149..<250].map(\.timestamp), "the 101 fixes within 100 s of the newest")
             #expect(outbox.counts.droppedOld == 149 && outbox.counts.droppedFull == 0)
         }
-        // Reopened with a tighter bound: what the file holds is cut to it at once, and counted. The file still
-        // holds the 149 dropped before (it is rewritten only after many acknowledgements): dropped again.
+        // Reopened with a tighter bound: what the file holds is cut to it at once, and counted. The 149 dropped
+        // before are still in the file (it is rewritten only after many acknowledgements), but the cursor
+        // counts them as done: neither sent nor counted again.
         let reopened = try UplinkOutbox(path: directory.file("o.outbox"), capacity: 100_000, maxAge: 60)
-        #expect(reopened.counts.queued == 61 && reopened.counts.droppedOld == 149 + 40)
+        #expect(reopened.counts.queued == 61 && reopened.counts.droppedOld == 40, "\(reopened.counts)")
         #expect(reopened.takeUnsent(window: 1000).first?.location.timestamp == fixes[189].timestamp)
         // One fix dated a century ahead drops nothing, and the fixes after it still go (the bound counts from
         // the system clock when that is earlier).
