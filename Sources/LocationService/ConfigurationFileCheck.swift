@@ -58,7 +58,7 @@ package enum ConfigurationFileCheck {
                     let nearest = candidates.min { distance(full, $0) < distance(full, $1) }!
                     throw LocationError(
                         .invalidConfiguration,
-                        "\(path): unknown key \(ValueRange.printable(full)); did you mean \(nearest)? (Config/locationd.yaml lists every key)")
+                        "\(path): unknown key \(ValueRange.printable(full)); did you mean \(nearest)? (the commented locationd.yaml lists every key: /etc/locationd/ once installed, Config/ in the source)")
                 }
             }
         }

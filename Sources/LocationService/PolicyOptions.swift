@@ -20,7 +20,7 @@ package struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("background-location"), help: ArgumentHelp("The background location mode. on: a background or suspended app gets its reduced fixes live; off: from the moment it enters the background its fixes are held until it returns to the foreground (default off, as on iOS).", valueName: "on|off"))
     package var backgroundLocation: Switch?
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists). Flags win over LOCATIOND_* variables, which win over the file.", valueName: "PATH"))
+    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (every key: the commented /etc/locationd/locationd.yaml an install puts there; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists). Flags win over LOCATIOND_* variables, which win over the file.", valueName: "PATH"))
     package var config: String?
 
     /// Loads the configuration as ``CommandSettings`` says (file, then environment), then applies the flags on top.

@@ -124,7 +124,9 @@ final class HTTPClient: @unchecked Sendable {
         guard result == CURLE_OK else { return .failed(String(cString: curl_easy_strerror(result))) }
         var status = 0
         _ = ccurl_response_code(handle, &status)
-        let text = String(decoding: context.body, as: UTF8.self)
+        // One line for a log or status: the body's line breaks and runs of spaces (an HTML page, a trailing
+        // newline) become single spaces; other control characters are shown escaped.
+        let text = String(decoding: context.body, as: UTF8.self).split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
         return .answered(status: status, body: ValueRange.printable(text, limit: 200))
     }
 

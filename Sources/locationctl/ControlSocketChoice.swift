@@ -102,7 +102,7 @@ package struct DaemonSocketOptions: ParsableArguments {
     /// `--socket`: the only socket tried when given.
     package var socket: String?
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (see Config/locationd.yaml; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
+    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file (every key: the commented /etc/locationd/locationd.yaml an install puts there; default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
     /// `--config`: the configuration file, instead of the user's.
     package var config: String?
 

@@ -18,7 +18,8 @@ struct LocationD: AsyncParsableCommand {
         abstract: "The location daemon: reads gpsd (or replays a GPX file) and answers on a control socket.",
         discussion: """
             Each setting comes from a flag, else a LOCATIOND_* environment variable, else the \
-            configuration file (--config, see Config/locationd.yaml; default \
+            configuration file (--config; every key is in the commented /etc/locationd/locationd.yaml an \
+            install puts there, Config/locationd.yaml in the source; default \
             $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists), else its default. \
             --control-group (control.group) opens the socket to a group: 0660 instead of 0600. Clients talk JSON lines on the control socket: locationctl current, \
             state, status and watch. SIGTERM, SIGINT or SIGHUP shut down gracefully, syncing the journal and \

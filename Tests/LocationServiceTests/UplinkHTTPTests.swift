@@ -45,7 +45,7 @@ struct UplinkHTTPTests {
                            ("latitude", "longitude", "accuracy", "speed", "heading", "altitude")):
                         return 400, "coords"
                     if message.get("device_id") not in plan.get("devices", []):
-                        return 404, "unknown device"
+                        return 404, "unknown\r\n  device\n"
                     stamp = location.get("timestamp", "")
                     tst = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
                     if tst in plan.get("refuse", []):
@@ -198,6 +198,7 @@ struct UplinkHTTPTests {
         #expect(status.droppedRefused == 0)
         #expect(status.acknowledged == 0)
         #expect(status.lastError?.contains("404") == true, "\(status.lastError ?? "no error")")
+        #expect(status.lastError?.contains("(unknown device)") == true, "the body's line breaks are spaces: \(status.lastError ?? "")")
         #expect(status.lastError?.contains("identifier pi") == true, "the hint names the device")
         #expect(status.nextAttempt != nil, "status says when the next attempt is")
         #expect(standIn.requests.allSatisfy { $0.status == 404 })
