@@ -14,7 +14,8 @@ struct Current: AsyncParsableCommand {
             otherwise gpsd directly (the configuration's, default localhost:2947). --gpsd, --device or \
             another gpsd flag asks gpsd directly without trying locationd. Exits 69 when neither can be \
             reached, or at once with the daemon's reason when locationd answers that its source is down; \
-            77 when --socket names another user's socket, and 75 when no fix arrives within --timeout.
+            77 when --socket names another user's socket, and 75 when no fix (or, with --accuracy, none that accurate) \
+            arrives within --timeout.
             """)
 
     @OptionGroup var gpsdOptions: GPSDOptions
@@ -24,8 +25,11 @@ struct Current: AsyncParsableCommand {
     @Option(name: .customLong("timeout"), parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (default 30; \(ValueRange.positionTimeout)).", valueName: "SEC"))
     var timeoutArgument: NumberArgument?
 
-    @Option(name: .customLong("accuracy"), parsing: .unconditional, help: ArgumentHelp("Wait for a fix at least this accurate, else take the best within the timeout (\(ValueRange.distance)).", valueName: "METRES"))
+    @Option(name: .customLong("accuracy"), parsing: .unconditional, help: ArgumentHelp("Wait for a fix at least this accurate; exit 75 when none is within the timeout, naming the best there was (\(ValueRange.distance)).", valueName: "METRES"))
     var accuracyArgument: NumberArgument?
+
+    @Flag(name: .customLong("best-effort"), help: "With --accuracy: print the best fix within the timeout, exit 0, when none is that accurate (as Core Location's requestLocation).")
+    var bestEffort = false
 
     /// Seconds to wait, checked.
     private var timeout: Double { get throws(CommandFailure) { try timeoutArgument?.value(in: .positionTimeout, for: "--timeout") ?? 30 } }
@@ -36,6 +40,9 @@ struct Current: AsyncParsableCommand {
     var format: OutputFormat = .text
 
     func validate() throws {
+        if bestEffort, accuracyArgument == nil {
+            throw ValidationError("--best-effort goes with --accuracy: without a bound every fix is the best one")
+        }
         if gpsdOptions.isSet, daemon.socket != nil {
             throw ValidationError("--socket asks locationd; it cannot be combined with gpsd options (--gpsd, --device, --gpsd-*)")
         }
@@ -49,6 +56,11 @@ struct Current: AsyncParsableCommand {
         try await runReportingFailures {
             signal(SIGPIPE, SIG_IGN)
             let location = try await locate()
+            if let accuracy = try self.accuracy, !bestEffort, !(location.horizontalAccuracy.map { $0 <= accuracy } ?? false) {
+                let best = location.horizontalAccuracy.map { "±\(ValueRange.text($0)) m" } ?? "of unknown accuracy"
+                throw CommandFailure.noFix(
+                    "no fix within \(ValueRange.text(accuracy)) m came in \(ValueRange.text(try self.timeout)) s; the best was \(best) (--best-effort prints it)")
+            }
             switch format {
             case .text: print(TextEventFormatter.line(location))
             // One object, the location's fields (no "type": there is nothing else it could be).

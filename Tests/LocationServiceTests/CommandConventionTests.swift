@@ -164,6 +164,22 @@ struct CommandConventionTests {
         #expect(killed || exited, "\(process.terminationReason) \(process.terminationStatus)")
     }
 
+    @Test("current --accuracy is a bound: exit 75 naming the best fix when none is that accurate; --best-effort prints the best instead")
+    func currentAccuracyIsABound() throws {
+        let daemon = try RunningDaemon()
+        let unmet = try daemon.ctl(["current", "--accuracy", "0.001", "--timeout", "2"])
+        #expect(unmet.status == 75, "\(unmet.stdout)\(unmet.stderr)")
+        #expect(unmet.stdout.isEmpty)
+        #expect(unmet.stderr.contains("no fix within 0.001 m came in 2 s; the best was "), "\(unmet.stderr)")
+        let best = try daemon.ctl(["current", "--accuracy", "0.001", "--timeout", "2", "--best-effort", "--format", "json"])
+        #expect(best.status == 0, "\(best.stderr)")
+        #expect(best.stdout.contains(#""latitude":"#), "\(best.stdout)")
+        let met = try daemon.ctl(["current", "--accuracy", "40000000", "--timeout", "10"])
+        #expect(met.status == 0 || met.stderr.contains("of unknown accuracy"), "\(met.stderr)")
+        let alone = try daemon.ctl(["current", "--best-effort"])
+        #expect(alone.status == 64 && alone.stderr.contains("--best-effort goes with --accuracy"), "\(alone.stderr)")
+    }
+
     @Test("status and current in json leave slashes unescaped alike, and a suspended daemon reads as not running")
     func daemonReports() throws {
         let daemon = try RunningDaemon()
