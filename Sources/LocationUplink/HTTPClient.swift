@@ -26,8 +26,9 @@ final class HTTPClient: @unchecked Sendable {
     enum Outcome: Sendable, Equatable {
         /// The server answered with this status and the start of its body.
         case answered(status: Int, body: String)
-        /// No answer: the connection, TLS or the request failed or timed out, as libcurl says.
-        case failed(String)
+        /// No answer: the connection, TLS or the request failed or timed out, in libcurl's words for this
+        /// attempt (`reason`, which may name times and addresses), and its error's fixed text (`kind`).
+        case failed(reason: String, kind: String)
         /// ``cancel()`` ended it.
         case cancelled
     }
@@ -42,7 +43,16 @@ final class HTTPClient: @unchecked Sendable {
         // by that thread after curl_easy_perform returns; `cancelled` is a Locked.
         var body: [UInt8] = []
         let cancelled = Locked(false)
+        /// libcurl's own words for a failure (CURLOPT_ERRORBUFFER: "SSL certificate problem: …"), written by
+        /// the thread inside `post` only.
+        let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+
+        init() { errorText.initialize(repeating: 0, count: 256) }
+        deinit { errorText.deallocate() }
     }
+
+    /// The CA file, checked again before each request.
+    private let caFile: String?
 
     /// The most of an answer's body kept, for messages: the rest is read and discarded.
     static let keptBody = 512
@@ -56,6 +66,7 @@ final class HTTPClient: @unchecked Sendable {
         }
         self.handle = handle
         context = Context()
+        caFile = options.caFile
         var list: UnsafeMutablePointer<curl_slist>?
         // No "Expect: 100-continue" round trip; the body is JSON.
         for header in options.headers + ["Content-Type: application/json", "Expect:"] {
@@ -97,6 +108,7 @@ final class HTTPClient: @unchecked Sendable {
             return Unmanaged<Context>.fromOpaque(pointer).takeUnretainedValue().cancelled.value ? 1 : 0
         })
         set(ccurl_set_pointer(handle, CURLOPT_XFERINFODATA, Unmanaged.passUnretained(context).toOpaque()))
+        set(ccurl_set_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(context.errorText)))
         if failed != CURLE_OK {
             curl_easy_cleanup(handle)
             curl_slist_free_all(list)
@@ -113,6 +125,9 @@ final class HTTPClient: @unchecked Sendable {
     func post(_ body: [UInt8]) -> Outcome {
         context.body.removeAll(keepingCapacity: true)
         if context.cancelled.value { return .cancelled }
+        // The CA file replaced since the start by something that is not a file: not handed to libcurl.
+        if let caFile, let problem = UplinkEndpoint.caFileProblem(caFile) { return .failed(reason: problem, kind: "ca-file") }
+        context.errorText[0] = 0
         let result = body.withUnsafeBytes { raw -> CURLcode in
             _ = ccurl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
             _ = ccurl_set_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
@@ -121,7 +136,11 @@ final class HTTPClient: @unchecked Sendable {
         // POSTFIELDS must not point at the freed body once perform returned.
         _ = ccurl_set_pointer(handle, CURLOPT_POSTFIELDS, nil)
         if result == CURLE_ABORTED_BY_CALLBACK { return .cancelled }
-        guard result == CURLE_OK else { return .failed(String(cString: curl_easy_strerror(result))) }
+        guard result == CURLE_OK else {
+            let detail = ValueRange.printable(String(cString: context.errorText), limit: 200)
+            let kind = String(cString: curl_easy_strerror(result))
+            return .failed(reason: detail.isEmpty ? kind : detail, kind: kind)
+        }
         var status = 0
         _ = ccurl_response_code(handle, &status)
         // One line for a log or status: the body's line breaks and runs of spaces (an HTML page, a trailing

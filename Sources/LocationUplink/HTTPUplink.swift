@@ -149,10 +149,10 @@ package final class HTTPUplink: Uplink {
                     default: ""
                     }
                 fail("the server answered \(status)\(answer.isEmpty ? "" : " (\(answer))")\(hint)", kind: "status \(status)", backoff: &backoff)
-            case .failed(let reason):
+            case .failed(let reason, let kind):
                 outbox.unsend(from: entry.sequence)
                 link.withLock { $0.connected = false }
-                fail("cannot reach \(endpoint.host):\(endpoint.port): \(reason)", backoff: &backoff)
+                fail("cannot reach \(endpoint.host):\(endpoint.port): \(reason)", kind: "failed: \(kind)", backoff: &backoff)
             }
         }
     }

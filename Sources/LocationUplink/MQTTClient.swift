@@ -156,6 +156,12 @@ final class MQTTClient: @unchecked Sendable {
         var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(30))
         var first = true
         while running.withLock({ $0 }) {
+            // The CA file replaced since the start by something that is not a file: not handed to libmosquitto.
+            if let caFile = options.caFile, let problem = UplinkEndpoint.caFileProblem(caFile) {
+                handlers.disconnected("cannot connect to \(options.host):\(options.port): \(problem)")
+                _ = wake.wait(timeout: .now() + backoff.nextDelay().seconds)
+                continue
+            }
             let code = first
                 ? mosquitto_connect_async(handle, options.host, Int32(options.port), options.keepalive)
                 : mosquitto_reconnect_async(handle)

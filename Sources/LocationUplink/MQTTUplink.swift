@@ -152,7 +152,16 @@ package final class MQTTUplink: Uplink {
         // are acknowledged, or it would go first.
         guard link.withLock({ $0.connected && !$0.resending }) else { return }
         pumping.withLock { _ in
-            let entries = outbox.takeUnsent(window: endpoint.window)
+            // The window counts what libmosquitto holds unacknowledged, not what the outbox still waits for:
+            // fixes dropped from the outbox for room while in flight are still libmosquitto's to send, and a
+            // window counted from the outbox would hand it more and more while the broker is stalled.
+            let room = endpoint.window - link.withLock { $0.inFlight.count }
+            guard room > 0 else { return }
+            var entries = outbox.takeUnsent(window: endpoint.window)
+            if entries.count > room {
+                outbox.unsend(from: entries[room].sequence)
+                entries.removeSubrange(room...)
+            }
             for entry in entries {
                 let payload = OwnTracksMessage.location(entry.location, trackerID: endpoint.trackerID, createdAt: now())
                 switch client.publishNoting(topic: endpoint.topic, payload: payload, qos: 1, retain: true) {

@@ -417,10 +417,29 @@ package struct UplinkEndpoint: Sendable, Hashable {
         guard case .success(let count) = SystemIO.read(fd, into: &head, upTo: head.count) else {
             throw refuse("cannot be read: \(String(cString: strerror(errno)))")
         }
-        guard String(decoding: head.prefix(count), as: UTF8.self).contains("-----BEGIN") else {
-            throw refuse("holds no PEM certificate (no -----BEGIN line); convert a DER file with openssl x509 -inform der")
+        let text = String(decoding: head.prefix(count), as: UTF8.self)
+        guard text.contains("-----BEGIN CERTIFICATE-----") || text.contains("-----BEGIN TRUSTED CERTIFICATE-----") else {
+            throw refuse("holds no PEM certificate (no -----BEGIN CERTIFICATE----- line); convert a DER file with openssl x509 -inform der")
+        }
+        guard !text.contains("PRIVATE KEY-----") else {
+            throw refuse("holds a private key; give the certificate of the authority that signed the server's, and keep the key elsewhere")
         }
         return password
+    }
+
+    /// Why the CA file at `path` cannot be handed to the TLS library now, or nil: checked again before every
+    /// connection and request, since the file may have been replaced since the start (a FIFO there would
+    /// hang the library's read, and with it the uplink's thread and locationd's stop).
+    package static func caFileProblem(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { return "the CA file \(ValueRange.printable(path, limit: 200)) cannot be opened: \(String(cString: strerror(errno)))" }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            return "the CA file \(ValueRange.printable(path, limit: 200)) is no longer a regular file"
+        }
+        guard info.st_size > 0 else { return "the CA file \(ValueRange.printable(path, limit: 200)) is empty" }
+        return nil
     }
 
     /// Opens `path` for reading without waiting on it, and returns it only if it is a regular file.

@@ -247,6 +247,15 @@ struct UplinkHTTPTests {
         #expect(car.acknowledged == 0)
         #expect(car.queued == count)
         #expect(car.lastError?.localizedCaseInsensitiveContains("certificate") == true, "\(car.lastError ?? "no problem shown")")
+
+        // Its CA file replaced by a FIFO while locationd runs: never opened, the problem shown, SIGTERM still works.
+        try FileManager.default.removeItem(atPath: certificates.otherCAFile)
+        #expect(mkfifo(certificates.otherCAFile, 0o644) == 0)
+        #expect(
+            try eventually(40) { try daemon.status().uplinks?.last?.lastError?.contains("no longer a regular file") == true },
+            "\((try? daemon.status().uplinks?.last?.lastError) ?? nil ?? "no problem shown")")
+        daemon.process.terminate()
+        #expect(eventually(15) { !daemon.process.isRunning }, "SIGTERM ends locationd")
     }
 
     @Test(

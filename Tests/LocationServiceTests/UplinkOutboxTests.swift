@@ -379,7 +379,7 @@ struct UplinkEndpointTests {
         #expect(try UplinkEndpoint(parsing: "mqtt://192.168.1.10/alice/pi").host == "192.168.1.10")
     }
 
-    @Test("a CA file that is a FIFO, a directory, empty, missing or not PEM is refused at once, never waited on")
+    @Test("a CA file that is a FIFO, a directory, empty, missing, not a PEM certificate or holding a private key is refused at once, never waited on")
     func hostileCAFilesAreRefused() throws {
         let directory = TemporaryDirectory()
         let fifo = directory.file("fifo")
@@ -388,8 +388,14 @@ struct UplinkEndpointTests {
         _ = FileManager.default.createFile(atPath: empty, contents: Data())
         let der = directory.file("der")
         _ = FileManager.default.createFile(atPath: der, contents: Data([0x30, 0x82, 0x01, 0x0A]))
+        let other = directory.file("other.pem")
+        try "-----BEGIN FOO-----\nMIIB\n-----END FOO-----\n".write(toFile: other, atomically: true, encoding: .utf8)
+        let key = directory.file("key.pem")
+        try "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+            .write(toFile: key, atomically: true, encoding: .utf8)
         let cases = [(fifo, "not a regular file"), (directory.path, "not a regular file"), (empty, "is empty"),
-                     (directory.file("none"), "cannot be opened"), (der, "no PEM"), ("/dev/zero", "not a regular file")]
+                     (directory.file("none"), "cannot be opened"), (der, "no PEM"), ("/dev/zero", "not a regular file"),
+                     (other, "no PEM certificate"), (key, "holds a private key")]
         for (path, says) in cases {
             for scheme in ["mqtts://broker/alice/pi?", "https://traccar/?format=traccar&id=1&"] {
                 let endpoint = try UplinkEndpoint(parsing: "\(scheme)ca-file=\(path)")
