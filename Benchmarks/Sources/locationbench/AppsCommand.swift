@@ -19,16 +19,9 @@ enum AppsCommand {
                 """)
             exit(0)
         }
-        func value(_ name: String, default fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name) else { return fallback }
-            guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else {
-                FileHandle.standardError.write(Data("locationbench apps: \(name) needs a positive whole number\n".utf8))
-                exit(64)
-            }
-            return number
-        }
-        let runs = value("--runs", default: 21)
-        let seconds = value("--seconds", default: 30)
+        let options = WholeNumberOption(command: "apps", arguments: arguments)
+        let runs = options.value("--runs", default: 21)
+        let seconds = options.value("--seconds", default: 30)
         let result = try await AppsBenchmark.run(runs: runs, seconds: Double(seconds))
         print("locationd serving many apps (medians of \(runs) runs; CPU over \(seconds) s of a 10 Hz gpsd feed)")
         print(String(format: "  locationctl current, one app alone          %7.1f ms", result.currentAlone * 1000))

@@ -21,16 +21,9 @@ enum FleetCommand {
                 """)
             exit(0)
         }
-        func value(_ name: String, default fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name) else { return fallback }
-            guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0, number <= 100_000 else {
-                FileHandle.standardError.write(Data("locationbench fleet: \(name) needs a whole number from 1 to 100000\n".utf8))
-                exit(64)
-            }
-            return number
-        }
-        let devices = value("--devices", default: 100), seconds = value("--seconds", default: 60)
-        let speed = value("--speed", default: 10)
+        let options = WholeNumberOption(command: "fleet", arguments: arguments, maximum: 100_000)
+        let devices = options.value("--devices", default: 100), seconds = options.value("--seconds", default: 60)
+        let speed = options.value("--speed", default: 10)
         guard let result = try await FleetBenchmark.run(devices: devices, seconds: seconds, speed: speed) else {
             FileHandle.standardError.write(Data("locationbench fleet: needs locationd built beside it, mosquitto and mosquitto-clients\n".utf8))
             exit(69)

@@ -20,18 +20,11 @@ enum UplinkCommand {
                 """)
             exit(0)
         }
-        func value(_ name: String, default fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name) else { return fallback }
-            guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else {
-                FileHandle.standardError.write(Data("locationbench uplink: \(name) needs a positive whole number\n".utf8))
-                exit(64)
-            }
-            return number
-        }
-        let runs = value("--runs", default: 3)
+        let options = WholeNumberOption(command: "uplink", arguments: arguments)
+        let runs = options.value("--runs", default: 3)
         guard
             let result = try await UplinkDrainBenchmark.run(
-                runs: runs, fixes: value("--fixes", default: 100_000), window: value("--window", default: 10))
+                runs: runs, fixes: options.value("--fixes", default: 100_000), window: options.value("--window", default: 10))
         else {
             FileHandle.standardError.write(Data("locationbench uplink: needs locationd built beside it, mosquitto and mosquitto-clients\n".utf8))
             exit(69)

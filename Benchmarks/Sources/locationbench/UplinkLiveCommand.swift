@@ -21,15 +21,8 @@ enum UplinkLiveCommand {
                 """)
             exit(0)
         }
-        func value(_ name: String, default fallback: Int) -> Int {
-            guard let index = arguments.firstIndex(of: name) else { return fallback }
-            guard index + 1 < arguments.count, let number = Int(arguments[index + 1]), number > 0 else {
-                FileHandle.standardError.write(Data("locationbench uplink-live: \(name) needs a positive whole number\n".utf8))
-                exit(64)
-            }
-            return number
-        }
-        let seconds = value("--seconds", default: 60), outage = value("--outage", default: 5)
+        let options = WholeNumberOption(command: "uplink-live", arguments: arguments)
+        let seconds = options.value("--seconds", default: 60), outage = options.value("--outage", default: 5)
         guard let result = try await UplinkLatencyBenchmark.run(seconds: Double(seconds), outage: Double(outage)) else {
             FileHandle.standardError.write(Data("locationbench uplink-live: needs locationd built beside it, gpsd, mosquitto and mosquitto-clients\n".utf8))
             exit(69)
