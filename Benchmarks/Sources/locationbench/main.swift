@@ -18,30 +18,13 @@ import LocationCore
 GPXReadChild.runIfRequested(CommandLine.arguments)
 
 // The focused measurements, each with its own options (`locationbench SUBCOMMAND --help` where it has one).
-switch CommandLine.arguments.dropFirst().first {
-case "batch":
-    try await BatchCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+let subcommands: [String: @Sendable ([String]) async throws -> Void] = [
+    "batch": BatchCommand.run, "gpx": GPXCommand.run, "gpsd": GPSDCommand.run, "apps": AppsCommand.run,
+    "uplink": UplinkCommand.run, "uplink-live": UplinkLiveCommand.run, "fleet": FleetCommand.run,
+]
+if let name = CommandLine.arguments.dropFirst().first, let subcommand = subcommands[name] {
+    try await subcommand(Array(CommandLine.arguments.dropFirst(2)))
     exit(0)
-case "gpx":
-    try await GPXCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-case "gpsd":
-    try await GPSDCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-case "apps":
-    try await AppsCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-case "uplink":
-    try await UplinkCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-case "uplink-live":
-    try await UplinkLiveCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-case "fleet":
-    try await FleetCommand.run(Array(CommandLine.arguments.dropFirst(2)))
-    exit(0)
-default:
-    break
 }
 
 var quick = false
