@@ -199,8 +199,12 @@ public enum JSONLineEncoder {
         number("hdop", location.hdop)
         number("vdop", location.vdop)
         number("pdop", location.pdop)
+        // The fix time twice: exactly, as seconds since 1970 (what scripts compute with, and what a reader of
+        // this line takes), and for people as RFC 3339 with milliseconds, always three digits (as gpsd writes).
+        bytes.append(contentsOf: #","time":"#.utf8)
+        RFC3339.appendSeconds(location.timestamp, to: &bytes)
         bytes.append(contentsOf: #","timestamp":""#.utf8)
-        RFC3339.append(location.timestamp, to: &bytes)
+        RFC3339.append(location.timestamp, fractionDigits: 3, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
         if let mode = location.fixMode {
             bytes.append(contentsOf: #","fixMode":""#.utf8)

@@ -39,7 +39,7 @@ enum LocationLineDecoder {
         private enum Key: Int {
             case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy, speed
             case speedAccuracy, course, courseAccuracy, climb, hdop, vdop, pdop, timestamp, fixMode
-            case correctionStatus, satellitesUsed, satellitesVisible, source, isSimulated
+            case correctionStatus, satellitesUsed, satellitesVisible, source, isSimulated, time
         }
 
         /// The keys by their length in bytes, so a key is found by comparing bytes, without an allocation or a
@@ -53,6 +53,7 @@ enum LocationLineDecoder {
                 ("vdop", .vdop), ("pdop", .pdop), ("timestamp", .timestamp), ("fixMode", .fixMode),
                 ("correctionStatus", .correctionStatus), ("satellitesUsed", .satellitesUsed),
                 ("satellitesVisible", .satellitesVisible), ("source", .source), ("isSimulated", .isSimulated),
+                ("time", .time),
             ]
             var table = [[([UInt8], Key)]](repeating: [], count: keys.map(\.0.utf8.count).max()! + 1)
             for (name, key) in keys { table[name.utf8.count].append((Array(name.utf8), key)) }
@@ -121,12 +122,19 @@ enum LocationLineDecoder {
                 else { return nil }
                 seen |= 1 << key.rawValue
                 switch key {
+                case .time:
+                    // The exact fix time, which a `timestamp` (milliseconds) beside it does not replace.
+                    let start = index
+                    guard number() != nil, let seconds = RFC3339.parseSeconds(UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                    else { return nil }
+                    date = seconds
                 case .timestamp:
-                    // Read from the bytes; RFC3339 takes ASCII only, so invalid UTF-8 is refused here too.
+                    // Read from the bytes; RFC3339 takes ASCII only, so invalid UTF-8 is refused here too. After
+                    // an exact `time` it is only checked (lines of earlier versions carry the timestamp alone).
                     guard let range = string(), let parsed = RFC3339.parse(UnsafeBufferPointer(rebasing: bytes[range])) else {
                         return nil
                     }
-                    date = parsed.date
+                    if date == nil { date = parsed.date }
                 case .source:
                     guard let range = string() else { return nil }
                     let text = UnsafeBufferPointer(rebasing: bytes[range])

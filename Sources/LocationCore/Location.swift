@@ -169,10 +169,11 @@ extension Location: Codable {
     private enum CodingKeys: String, CodingKey {
         case latitude, longitude, altitude, ellipsoidalAltitude, horizontalAccuracy, verticalAccuracy
         case speed, speedAccuracy, course, courseAccuracy, climb, timestamp, fixMode, correctionStatus
-        case satellitesUsed, satellitesVisible, source, isSimulated, hdop, vdop, pdop
+        case satellitesUsed, satellitesVisible, source, isSimulated, hdop, vdop, pdop, time
     }
 
-    /// Decodes a location; `timestamp` must be an RFC 3339 string.
+    /// Decodes a location: its fix time from `time` (seconds since 1970, read exactly from its digits) when
+    /// present, else from `timestamp`, which must be an RFC 3339 string.
     ///
     /// A `correctionStatus` this build does not know, and a negative satellite count, are left out
     /// (`nil`) rather than refusing the whole location.
@@ -183,6 +184,16 @@ extension Location: Codable {
             throw DecodingError.dataCorruptedError(
                 forKey: .timestamp, in: container,
                 debugDescription: "timestamp '\(text)' is not an RFC 3339 date-time")
+        }
+        var timestamp = parsed.date
+        if let seconds = try container.decodeIfPresent(Decimal.self, forKey: .time) {
+            var digits = Array(seconds.description.utf8)
+            guard let exact = digits.withUnsafeMutableBufferPointer({ RFC3339.parseSeconds(UnsafeBufferPointer($0)) }) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .time, in: container,
+                    debugDescription: "time \(seconds) is not a time in years 1–9999 in seconds since 1970")
+            }
+            timestamp = exact
         }
         let latitude = try container.decode(Double.self, forKey: .latitude)
         let longitude = try container.decode(Double.self, forKey: .longitude)
@@ -198,7 +209,7 @@ extension Location: Codable {
             course: try container.decodeIfPresent(Double.self, forKey: .course),
             courseAccuracy: try container.decodeIfPresent(Double.self, forKey: .courseAccuracy),
             climb: try container.decodeIfPresent(Double.self, forKey: .climb),
-            timestamp: parsed.date,
+            timestamp: timestamp,
             fixMode: try container.decodeIfPresent(FixMode.self, forKey: .fixMode),
             correctionStatus: (try container.decodeIfPresent(String.self, forKey: .correctionStatus))
                 .flatMap(CorrectionStatus.init(rawValue:)),
@@ -217,7 +228,8 @@ extension Location: Codable {
         }
     }
 
-    /// Encodes the location, omitting absent values and writing `timestamp` as RFC 3339 UTC.
+    /// Encodes the location, omitting absent values, with its fix time as `time` (seconds since 1970, exact)
+    /// and `timestamp` (RFC 3339 UTC with milliseconds).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(latitude, forKey: .latitude)
@@ -231,7 +243,12 @@ extension Location: Codable {
         try container.encodeIfPresent(course, forKey: .course)
         try container.encodeIfPresent(courseAccuracy, forKey: .courseAccuracy)
         try container.encodeIfPresent(climb, forKey: .climb)
-        try container.encode(RFC3339.string(from: timestamp), forKey: .timestamp)
+        var seconds: [UInt8] = []
+        RFC3339.appendSeconds(timestamp, to: &seconds)
+        if let exact = Decimal(string: String(decoding: seconds, as: UTF8.self)) {
+            try container.encode(exact, forKey: .time)
+        }
+        try container.encode(RFC3339.string(from: timestamp, fractionDigits: 3), forKey: .timestamp)
         try container.encodeIfPresent(fixMode, forKey: .fixMode)
         try container.encodeIfPresent(correctionStatus, forKey: .correctionStatus)
         try container.encodeIfPresent(satellitesUsed, forKey: .satellitesUsed)

@@ -113,18 +113,158 @@ package enum RFC3339 {
 
     /// Appends the RFC 3339 UTC form of a date to a byte buffer (for writers on a hot path).
     package static func append(_ date: Date, to bytes: inout [UInt8]) {
-        let sinceReference = date.timeIntervalSinceReferenceDate
-        guard sinceReference.isFinite else {
-            bytes.append(contentsOf: Array("1970-01-01T00:00:00Z".utf8))
+        let exact = exactParts(of: date)
+        appendDateTime(wholeSince1970: exact.whole, to: &bytes)
+        if exact.digits > 0 {
+            bytes.append(0x2E)
+            // Trailing zeros never occur: a shorter form would have round-tripped first.
+            appendDigits(exact.fraction, count: exact.digits, to: &bytes)
+        }
+        bytes.append(0x5A)
+    }
+
+    /// Formats a date as RFC 3339 UTC with exactly `fractionDigits` (0–9) fractional digits, rounded to the
+    /// nearest: for people and scripts that want every time the same width. It reads back within half a
+    /// unit of its last digit, not exactly; ``appendSeconds(_:to:)`` is exact.
+    package static func string(from date: Date, fractionDigits: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        append(date, fractionDigits: fractionDigits, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends a date as RFC 3339 UTC with exactly `fractionDigits` (0–9) fractional digits, rounded.
+    package static func append(_ date: Date, fractionDigits: Int, to bytes: inout [UInt8]) {
+        let digits = min(9, max(0, fractionDigits))
+        let (whole, fraction) = rounded(date, digits: digits)
+        appendDateTime(wholeSince1970: whole, to: &bytes)
+        if digits > 0 {
+            bytes.append(0x2E)
+            appendDigits(fraction, count: digits, to: &bytes)
+        }
+        bytes.append(0x5A)
+    }
+
+    /// A date's time of day, `HH:MM:SS` with exactly `fractionDigits` (0–9) fractional digits, rounded, and
+    /// whether it falls on the same UTC day as `today`: terminal lines leave out the date of today's fixes.
+    package static func timeOfDay(_ date: Date, fractionDigits: Int, sameDayAs today: Date) -> (text: String, isSameDay: Bool) {
+        let digits = min(9, max(0, fractionDigits))
+        let (whole, fraction) = rounded(date, digits: digits)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(20)
+        let days = floorDiv(whole, 86_400)
+        let secondsOfDay = whole - days * 86_400
+        appendDigits(secondsOfDay / 3600, count: 2, to: &bytes)
+        bytes.append(0x3A)
+        appendDigits(secondsOfDay / 60 % 60, count: 2, to: &bytes)
+        bytes.append(0x3A)
+        appendDigits(secondsOfDay % 60, count: 2, to: &bytes)
+        if digits > 0 {
+            bytes.append(0x2E)
+            appendDigits(fraction, count: digits, to: &bytes)
+        }
+        let todaySince1970 = today.timeIntervalSince1970
+        let sameDay = todaySince1970.isFinite && abs(todaySince1970) < 1e15
+            && floorDiv(Int(todaySince1970.rounded(.down)), 86_400) == days
+        return (String(decoding: bytes, as: UTF8.self), sameDay)
+    }
+
+    /// Appends a date as seconds since 1970-01-01T00:00:00Z, a JSON number with the fewest fractional digits
+    /// that ``parseSeconds(_:)`` reads back to exactly the same `Date` (the digits of ``append(_:to:)``).
+    package static func appendSeconds(_ date: Date, to bytes: inout [UInt8]) {
+        let exact = exactParts(of: date)
+        guard exact.whole < 0, exact.digits > 0 else {
+            bytes.append(contentsOf: String(exact.whole).utf8)
+            if exact.digits > 0 {
+                bytes.append(0x2E)
+                appendDigits(exact.fraction, count: exact.digits, to: &bytes)
+            }
             return
         }
-        let wholeSinceReference = sinceReference.rounded(.down)
-        let remainder = sinceReference - wholeSinceReference
-        var whole = Int(wholeSinceReference) + referenceOffset
+        // Before 1970 the parts are the second below and a fraction counted up from it: -2 + 0.75 is -1.25.
+        bytes.append(0x2D)
+        bytes.append(contentsOf: String(-(exact.whole + 1)).utf8)
+        bytes.append(0x2E)
+        appendDigits(Int(powersOfTen[exact.digits]) - exact.fraction, count: exact.digits, to: &bytes)
+    }
+
+    /// Reads seconds since 1970 written by ``appendSeconds(_:to:)`` exactly, from the digits (not through a
+    /// `Double`); other JSON numbers (an exponent, more than nine fractional digits) are read as a `Double`.
+    /// `nil` for anything that is not a finite number within years 0001–9999.
+    package static func parseSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        var i = 0
+        let negative = i < bytes.count && bytes[i] == 0x2D
+        if negative { i += 1 }
+        var whole = 0
+        var wholeDigits = 0
+        while i < bytes.count, let d = digitValue(bytes[i]), wholeDigits < 12 {
+            whole = whole * 10 + d
+            wholeDigits += 1
+            i += 1
+        }
         var fraction = 0
         var fractionDigits = 0
+        var plain = wholeDigits > 0
+        if plain, i < bytes.count, bytes[i] == 0x2E {
+            i += 1
+            while i < bytes.count, let d = digitValue(bytes[i]), fractionDigits < 9 {
+                fraction = fraction * 10 + d
+                fractionDigits += 1
+                i += 1
+            }
+            plain = fractionDigits > 0
+        }
+        let seconds: Date
+        if plain, i == bytes.count {
+            if negative {
+                // -12.25 is -13 + 0.75: the fraction is counted up from the whole second below.
+                let scale = Int(powersOfTen[fractionDigits])
+                seconds = fraction == 0
+                    ? makeDate(wholeSecondsSince1970: -whole, fraction: 0, digits: 0)
+                    : makeDate(wholeSecondsSince1970: -whole - 1, fraction: scale - fraction, digits: fractionDigits)
+            } else {
+                seconds = makeDate(wholeSecondsSince1970: whole, fraction: fraction, digits: fractionDigits)
+            }
+        } else {
+            guard isJSONNumber(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite
+            else { return nil }
+            seconds = Date(timeIntervalSince1970: value)
+        }
+        let since1970 = seconds.timeIntervalSince1970
+        guard since1970 >= -62_135_596_800, since1970 < 253_402_300_800 else { return nil }
+        return seconds
+    }
+
+    /// Whether the bytes are one JSON number: `-?digits(.digits)?([eE][+-]?digits)?`.
+    private static func isJSONNumber(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        func run() -> Bool {
+            let start = i
+            while i < bytes.count, digitValue(bytes[i]) != nil { i += 1 }
+            return i > start
+        }
+        if i < bytes.count, bytes[i] == 0x2D { i += 1 }
+        guard run() else { return false }
+        if i < bytes.count, bytes[i] == 0x2E {
+            i += 1
+            guard run() else { return false }
+        }
+        if i < bytes.count, bytes[i] == 0x65 || bytes[i] == 0x45 {
+            i += 1
+            if i < bytes.count, bytes[i] == 0x2B || bytes[i] == 0x2D { i += 1 }
+            guard run() else { return false }
+        }
+        return i == bytes.count
+    }
+
+    /// The whole seconds since 1970 and the shortest fraction (0–9 digits) that read back exactly.
+    private static func exactParts(of date: Date) -> (whole: Int, fraction: Int, digits: Int) {
+        let sinceReference = date.timeIntervalSinceReferenceDate
+        guard sinceReference.isFinite, abs(sinceReference) < 1e15 else { return (0, 0, 0) }
+        let wholeSinceReference = sinceReference.rounded(.down)
+        let remainder = sinceReference - wholeSinceReference
+        let whole = Int(wholeSinceReference) + referenceOffset
         // Pick the shortest fraction that the parser turns back into exactly this Date.
-        var found = false
         for digitsCount in 0...9 {
             let scaled = (remainder * powersOfTen[digitsCount]).rounded()
             var candidateWhole = whole
@@ -134,19 +274,30 @@ package enum RFC3339 {
                 candidate = 0
             }
             if makeDate(wholeSecondsSince1970: candidateWhole, fraction: candidate, digits: digitsCount) == date {
-                whole = candidateWhole
-                fraction = candidate
-                fractionDigits = digitsCount
-                found = true
-                break
+                return (candidateWhole, candidate, digitsCount)
             }
         }
-        if !found {
-            fractionDigits = 9
-            fraction = min(999_999_999, Int((remainder * 1e9).rounded()))
-        }
+        return (whole, min(999_999_999, Int((remainder * 1e9).rounded())), 9)
+    }
 
-        let days = Int((Double(whole) / 86_400).rounded(.down))
+    /// The whole seconds since 1970 and the fraction rounded to `digits` digits (a carry moves the second).
+    private static func rounded(_ date: Date, digits: Int) -> (whole: Int, fraction: Int) {
+        let sinceReference = date.timeIntervalSinceReferenceDate
+        guard sinceReference.isFinite, abs(sinceReference) < 1e15 else { return (0, 0) }
+        let wholeSinceReference = sinceReference.rounded(.down)
+        var whole = Int(wholeSinceReference) + referenceOffset
+        let scale = Int(powersOfTen[digits])
+        var fraction = Int(((sinceReference - wholeSinceReference) * powersOfTen[digits]).rounded())
+        if fraction >= scale {
+            whole += 1
+            fraction -= scale
+        }
+        return (whole, fraction)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of whole seconds since 1970.
+    private static func appendDateTime(wholeSince1970 whole: Int, to bytes: inout [UInt8]) {
+        let days = floorDiv(whole, 86_400)
         let secondsOfDay = whole - days * 86_400
         let (year, month, day) = civilFromDays(days)
         appendDigits(year, count: 4, to: &bytes)
@@ -160,12 +311,11 @@ package enum RFC3339 {
         appendDigits(secondsOfDay / 60 % 60, count: 2, to: &bytes)
         bytes.append(0x3A)
         appendDigits(secondsOfDay % 60, count: 2, to: &bytes)
-        if fractionDigits > 0 {
-            bytes.append(0x2E)
-            // Trailing zeros never occur: a shorter form would have round-tripped first.
-            appendDigits(fraction, count: fractionDigits, to: &bytes)
-        }
-        bytes.append(0x5A)
+    }
+
+    private static func floorDiv(_ value: Int, _ divisor: Int) -> Int {
+        let quotient = value / divisor
+        return value % divisor < 0 ? quotient - 1 : quotient
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian, after H. Hinnant's civil algorithms)

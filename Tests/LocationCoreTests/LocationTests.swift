@@ -16,7 +16,7 @@ struct LocationTests {
         #expect(location.course == 10)
     }
 
-    @Test("JSON uses the contract's names, omits absent fields and writes RFC 3339 UTC")
+    @Test("JSON uses the contract's names, omits absent fields, and writes the fix time exactly as seconds and as RFC 3339 UTC with milliseconds")
     func encodesContract() throws {
         let location = Location(
             latitude: 52.5, longitude: 13.25, altitude: 34.5, horizontalAccuracy: 4,
@@ -28,7 +28,7 @@ struct LocationTests {
         #expect(
             json
                 == #"{"altitude":34.5,"fixMode":"3D","horizontalAccuracy":4,"isSimulated":false,"latitude":52.5,"# +
-                #""longitude":13.25,"satellitesUsed":9,"source":"\/dev\/ttyACM0","timestamp":"2024-05-01T06:00:00.25Z"}"#)
+                #""longitude":13.25,"satellitesUsed":9,"source":"\/dev\/ttyACM0","time":1714543200.25,"timestamp":"2024-05-01T06:00:00.250Z"}"#)
         #expect(!json.contains("speed"))
         #expect(!json.contains("null"))
     }

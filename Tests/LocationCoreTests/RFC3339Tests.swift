@@ -71,4 +71,70 @@ struct RFC3339Tests {
             #expect(RFC3339.string(from: try #require(RFC3339.parse(text)).date) == text)
         }
     }
+
+    @Test("fixed fractional digits are always that many, rounded, a carry moving the second (and the day)")
+    func fixedDigits() {
+        let base = 1_714_543_200.0
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base), fractionDigits: 3) == "2024-05-01T06:00:00.000Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base + 0.25), fractionDigits: 3) == "2024-05-01T06:00:00.250Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base + 0.1234567), fractionDigits: 3) == "2024-05-01T06:00:00.123Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base - 0.0004), fractionDigits: 3) == "2024-05-01T06:00:00.000Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base - 0.0006), fractionDigits: 3) == "2024-05-01T05:59:59.999Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base + 0.9996), fractionDigits: 3) == "2024-05-01T06:00:01.000Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 1_714_521_599.9999), fractionDigits: 3) == "2024-05-01T00:00:00.000Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: -0.5), fractionDigits: 1) == "1969-12-31T23:59:59.5Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: base + 0.7), fractionDigits: 0) == "2024-05-01T06:00:01Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: .nan), fractionDigits: 3) == "1970-01-01T00:00:00.000Z")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let date = Date(timeIntervalSince1970: Double.random(in: -2e9...4e9, using: &generator))
+            let text = RFC3339.string(from: date, fractionDigits: 3)
+            #expect(text.utf8.count == 24, "\(text)")
+            let back = RFC3339.parse(text)?.date ?? .distantPast
+            #expect(abs(back.timeIntervalSince(date)) <= 0.0005 + 1e-6, "\(text)")
+        }
+    }
+
+    @Test("seconds since 1970 read back to exactly the same Date, also before 1970; other numbers as doubles")
+    func exactSeconds() throws {
+        func seconds(_ date: Date) -> String {
+            var bytes: [UInt8] = []
+            RFC3339.appendSeconds(date, to: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        func parse(_ text: String) -> Date? {
+            Array(text.utf8).withUnsafeBufferPointer { RFC3339.parseSeconds($0) }
+        }
+        #expect(seconds(Date(timeIntervalSince1970: 1_714_543_200)) == "1714543200")
+        #expect(seconds(Date(timeIntervalSince1970: 1_714_543_200.25)) == "1714543200.25")
+        #expect(seconds(Date(timeIntervalSince1970: -1.25)) == "-1.25")
+        #expect(parse("-1.25") == Date(timeIntervalSince1970: -1.25))
+        #expect(parse("1.7145432e9") == Date(timeIntervalSince1970: 1_714_543_200))
+        for bad in ["", "-", ".5", "1.", "nan", "inf", "1e300", "-1e300", "99999999999999", "12a", "1.2.3"] {
+            #expect(parse(bad) == nil, "\(bad)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        for digits in 0...7 {
+            for _ in 0..<300 {
+                let scale = pow(10.0, Double(digits))
+                let fraction = Double(Int.random(in: 0..<Int(scale), using: &generator)) / scale
+                let whole = Double(Int.random(in: -2_000_000_000...4_000_000_000, using: &generator))
+                let date = Date(timeIntervalSinceReferenceDate: whole - 978_307_200 + fraction)
+                #expect(parse(seconds(date)) == date, "\(seconds(date))")
+            }
+        }
+        for _ in 0..<2000 {
+            let date = Date(timeIntervalSince1970: Double.random(in: -2e9...4e9, using: &generator))
+            let back = try #require(parse(seconds(date)))
+            #expect(abs(back.timeIntervalSince(date)) <= 1e-9)
+        }
+    }
+
+    @Test("a time of day says whether it falls on the given UTC day, with fixed fractional digits")
+    func timeOfDay() {
+        let date = Date(timeIntervalSince1970: 1_714_543_200.25)
+        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(3600)) == ("06:00:00.3", true))
+        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(-7 * 3600)) == ("06:00:00.3", false))
+        #expect(RFC3339.timeOfDay(date, fractionDigits: 0, sameDayAs: Date(timeIntervalSince1970: .nan)).isSameDay == false)
+    }
 }

@@ -104,7 +104,7 @@ struct UplinkHTTPTests {
             try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
             let portFile = directory.file("stand-in.port")
             log = directory.file("stand-in.log")
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             let planText = String(decoding: try JSONSerialization.data(withJSONObject: plan), as: UTF8.self)
             let process = try ChildProcess(["python3", script, mode, portFile, log, planText])
             self.process = process
