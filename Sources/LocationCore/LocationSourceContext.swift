@@ -111,7 +111,7 @@ public final class LocationSourceContext: Sendable {
                 .error(
                     LocationError(
                         .invalidData,
-                        "\(location.source ?? "the source"): \(problem.description) at \(RFC3339.string(from: location.timestamp)); "
+                        "\(location.source ?? "the source"): \(problem.description) at \(RFC3339.string(from: location.timestamp, fractionDigits: 3)); "
                             + "\(outcome) (later fixes like this are handled the same way without another report)")))
         }
     }

@@ -190,7 +190,7 @@ package enum RFC3339 {
 
     /// Reads seconds since 1970 written by ``appendSeconds(_:to:)`` exactly, from the digits (not through a
     /// `Double`); other JSON numbers (an exponent, more than nine fractional digits) are read as a `Double`.
-    /// `nil` for anything that is not a finite number within years 0001–9999.
+    /// `nil` for anything that is not a finite number within the years 0000–9999 that ``parse(_:)-(String)`` takes.
     package static func parseSeconds(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var i = 0
         let negative = i < bytes.count && bytes[i] == 0x2D
@@ -231,7 +231,7 @@ package enum RFC3339 {
             seconds = Date(timeIntervalSince1970: value)
         }
         let since1970 = seconds.timeIntervalSince1970
-        guard since1970 >= -62_135_596_800, since1970 < 253_402_300_800 else { return nil }
+        guard since1970 >= -62_167_219_200, since1970 < 253_402_300_800 else { return nil }
         return seconds
     }
 

@@ -26,7 +26,7 @@ package struct SourceOutageTracker: Sendable, Equatable {
         /// One line for a person: the source, since when, and why.
         package func message(source: String) -> String {
             let why = reason?.message ?? "no reason given yet"
-            return "\(source) is unavailable since \(RFC3339.string(from: since)): \(why)"
+            return "\(source) is unavailable since \(RFC3339.string(from: since, fractionDigits: 3)): \(why)"
         }
     }
 

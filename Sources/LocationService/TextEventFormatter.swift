@@ -2,14 +2,17 @@ import Foundation
 import LocationControl
 import LocationCore
 
-/// Formats ``LocationEvent``s for people: one aligned line each, with units.
+/// Formats ``LocationEvent``s for people: one aligned line each, with units, that fits an 80-column terminal.
 ///
-/// Every column of a location line is as wide as its longest value, so that lines stay aligned whatever
-/// they hold: a time with nine fractional digits, `90.000000 S`, `180.000000 W`, an accuracy of
-/// `±99999.9 m`, an altitude of `-9999.9` to `99999.9` m, a missing value, any correction status.
+/// A location line shows the fix time in UTC (its date only when that is not today's), the coordinate in
+/// signed degrees as maps take it, altitude, horizontal accuracy, speed, course, fix mode, satellites used/in
+/// view and a correction status other than plain GPS. Columns are as wide as their usual values (an
+/// altitude up to 9999.9 m, an accuracy up to ±99.9 m, a speed up to 99.9 m/s); a rarer, wider value pushes
+/// the rest of its line along rather than widening every line. An unknown value is `–`.
 ///
 /// ```
-/// 2024-05-01T06:00:00Z              52.520008 N     13.404954 E  alt    34.2 m  ±4.5 m          1.4 m/s    45.0°  3D  DGPS            9/14 sats
+/// 06:00:00.0Z  52.520008  13.404954    34.2m   ±4.5m  1.4m/s  45°  3D  9/14 DGPS
+/// 2024-05-01 06:00:01.0Z  -33.868820 151.209290  -12.0m  ±12.5m  –      –    2D  4/7
 /// ── state: background (executing in background, reduced accuracy)
 /// ── batch: 12 held fixes delivered (foreground)
 /// !! no-fix: no fix from gpsd localhost:2947 within 30 s
@@ -22,7 +25,7 @@ package enum TextEventFormatter {
     package static func line(_ event: LocationEvent) -> String {
         switch event {
         case .locations(let locations, .live):
-            return locations.first.map(line) ?? ""
+            return locations.first.map { line($0) } ?? ""
         case .locations(let locations, .held(let reason)):
             let count = locations.count
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason.rawValue))"
@@ -48,27 +51,28 @@ package enum TextEventFormatter {
         }
     }
 
-    /// A location as one aligned line.
-    package static func line(_ location: Location) -> String {
-        var parts: [String] = []
-        parts.append(pad(RFC3339.string(from: location.timestamp), Width.timestamp, left: true))
-        parts.append(pad(coordinate(location.latitude, positive: "N", negative: "S"), Width.latitude))
-        parts.append(pad(coordinate(location.longitude, positive: "E", negative: "W"), Width.longitude))
-        parts.append("alt " + pad(location.altitude.map { fixed($0, 1) } ?? "–", Width.altitude) + " m")
-        parts.append(pad("±" + (location.horizontalAccuracy.map { fixed($0, 1) + " m" } ?? "–"), Width.accuracy, left: true))
-        parts.append(pad(location.speed.map { fixed($0, 1) } ?? "–", Width.speed) + " m/s")
-        parts.append(pad(location.course.map { fixed($0, 1) + "°" } ?? "–", Width.course))
-        parts.append(location.fixMode?.rawValue ?? "  ")
-        // A receiver can move between GPS, DGPS and RTK within a run: the column keeps its width.
-        if let status = location.correctionStatus { parts.append(pad(label(status), Width.correction, left: true)) }
+    /// A location as one aligned line; its date is left out when it is `today`'s (UTC).
+    package static func line(_ location: Location, today: Date = Date()) -> String {
+        let time = RFC3339.timeOfDay(location.timestamp, fractionDigits: 1, sameDayAs: today)
+        var line = time.isSameDay ? "" : RFC3339.string(from: location.timestamp, fractionDigits: 0).prefix(10) + " "
+        line += time.text + "Z  "
+        line += pad(fixed(location.latitude, 6), Width.latitude) + " "
+        line += pad(fixed(location.longitude, 6), Width.longitude) + " "
+        line += pad(location.altitude.map { fixed($0, 1) + "m" } ?? "–", Width.altitude) + " "
+        line += pad(location.horizontalAccuracy.map { "±" + fixed($0, 1) + "m" } ?? "–", Width.accuracy) + " "
+        line += pad(location.speed.map { fixed($0, 1) + "m/s" } ?? "–", Width.speed) + " "
+        line += pad(location.course.map { fixed($0, 0) + "°" } ?? "–", Width.course) + " "
+        line += pad(location.fixMode?.rawValue ?? "–", 2, left: true)
         switch (location.satellitesUsed, location.satellitesVisible) {
-        case (let used?, let visible?): parts.append(pad(String(used), 2) + "/" + String(visible) + " sats")
-        case (let used?, nil): parts.append(pad(String(used), 2) + " sats")
-        case (nil, let visible?): parts.append(" –/" + String(visible) + " sats")
+        case (let used?, let visible?): line += " " + pad(String(used), 2) + "/" + pad(String(visible), 2, left: true)
+        case (let used?, nil): line += " " + pad(String(used), 2)
+        case (nil, let visible?): line += "  –/" + pad(String(visible), 2, left: true)
         case (nil, nil): break
         }
-        if location.isSimulated { parts.append("(simulated)") }
-        return parts.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        // Plain GPS is what a mode of 2D or 3D already says; anything else is named.
+        if let status = location.correctionStatus, status != .gps { line += " " + label(status) }
+        if location.isSimulated { line += " (simulated)" }
+        return line.trimmingCharacters(in: .whitespaces)
     }
 
     /// How a lifecycle state reads for people. A suspended app is in the background but does not run
@@ -82,43 +86,36 @@ package enum TextEventFormatter {
         }
     }
 
-    /// The widths of the location line's columns: each holds the longest value it shows.
+    /// The widths of the location line's columns: each holds its usual values.
     private enum Width {
-        /// `2024-05-01T06:00:00.123456789Z`: RFC 3339 with the nine fractional digits a time may need.
-        static let timestamp = 30
-        /// `90.000000 S`, with room so that the columns do not touch.
-        static let latitude = 13
-        /// `180.000000 W`.
-        static let longitude = 14
-        /// `-9999.9` to `99999.9` m.
+        /// `-89.123456`.
+        static let latitude = 10
+        /// `-179.123456`.
+        static let longitude = 11
+        /// `-999.9m` to `9999.9m`.
         static let altitude = 7
-        /// `±99999.9 m`.
-        static let accuracy = 10
-        /// `99999.9` m/s.
+        /// `±99.9m`.
+        static let accuracy = 6
+        /// `99.9m/s`.
         static let speed = 7
-        /// `359.9°`, with a space before it.
-        static let course = 7
-        /// The longest correction status label (`simulated fix`).
-        static let correction = CorrectionStatus.allCases.map { label($0).count }.max() ?? 0
+        /// `359°`.
+        static let course = 4
     }
 
-    /// The correction status as a GPS user writes it.
+    /// The correction status as a GPS user writes it, short enough for the end of an 80-column line (RTK
+    /// alone is a fixed solution; FLOAT its float solution).
     package static func label(_ status: CorrectionStatus) -> String {
         switch status {
         case .gps: "GPS"
         case .dgps: "DGPS"
-        case .rtkFixed: "RTK fixed"
-        case .rtkFloat: "RTK float"
+        case .rtkFixed: "RTK"
+        case .rtkFloat: "FLOAT"
         case .deadReckoning: "DR"
         case .gnssDeadReckoning: "GNSS+DR"
-        case .timeOnly: "time only"
-        case .simulated: "simulated fix"
+        case .timeOnly: "TIME"
+        case .simulated: "SIM"
         case .precisePositioning: "P(Y)"
         }
-    }
-
-    private static func coordinate(_ value: Double, positive: String, negative: String) -> String {
-        fixed(abs(value), 6) + " " + (value < 0 ? negative : positive)
     }
 
     private static func fixed(_ value: Double, _ digits: Int) -> String {

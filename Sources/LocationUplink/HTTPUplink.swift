@@ -135,7 +135,7 @@ package final class HTTPUplink: Uplink {
                 }
                 outbox.acknowledge([entry.sequence], refused: true)
                 if first {
-                    logger.warning("uplink \(endpoint.name): the server refused the fix of \(RFC3339.string(from: entry.location.timestamp)) with \(status)\(answer.isEmpty ? "" : " (\(answer))"); it is dropped, and later refusals with \(status) are counted in status")
+                    logger.warning("uplink \(endpoint.name): the server refused the fix of \(RFC3339.string(from: entry.location.timestamp, fractionDigits: 3)) with \(status)\(answer.isEmpty ? "" : " (\(answer))"); it is dropped, and later refusals with \(status) are counted in status")
                 }
             case .answered(let status, let answer):
                 outbox.unsend(from: entry.sequence)
@@ -197,12 +197,12 @@ package final class HTTPUplink: Uplink {
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged,
                 droppedFull: counts.droppedFull, lastError: link.problems.current,
-                lastErrorSince: link.problems.since.map(RFC3339.string(from:)),
-                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
+                lastErrorSince: link.problems.since.map { RFC3339.string(from: $0, fractionDigits: 3) },
+                lastAcknowledged: link.lastAcknowledged.map { RFC3339.string(from: $0, fractionDigits: 3) }, outbox: outbox.path,
                 outboxProblem: outbox.writeProblem.withLock { $0 })
             status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
             status.droppedRefused = counts.refused
-            status.nextAttempt = link.retryAt.map(RFC3339.string(from:))
+            status.nextAttempt = link.retryAt.map { RFC3339.string(from: $0, fractionDigits: 3) }
             return status
         }
     }

@@ -171,8 +171,8 @@ package final class HomeAssistantUplink: Uplink {
                 name: endpoint.name, url: endpoint.text, connected: state.connected,
                 queued: (state.waiting == nil ? 0 : 1) + (state.inFlight == nil ? 0 : 1),
                 inFlight: state.inFlight == nil ? 0 : 1, acknowledged: state.acknowledged, droppedFull: 0,
-                lastError: state.problems.current, lastErrorSince: state.problems.since.map(RFC3339.string(from:)),
-                lastAcknowledged: state.lastAcknowledged.map(RFC3339.string(from:)), outbox: nil)
+                lastError: state.problems.current, lastErrorSince: state.problems.since.map { RFC3339.string(from: $0, fractionDigits: 3) },
+                lastAcknowledged: state.lastAcknowledged.map { RFC3339.string(from: $0, fractionDigits: 3) }, outbox: nil)
         }
     }
 

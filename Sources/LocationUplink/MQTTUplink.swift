@@ -230,8 +230,8 @@ package final class MQTTUplink: Uplink {
             var status = UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
                 inFlight: counts.inFlight, acknowledged: counts.acknowledged, droppedFull: counts.droppedFull,
-                lastError: problem, lastErrorSince: since.map(RFC3339.string(from:)),
-                lastAcknowledged: link.lastAcknowledged.map(RFC3339.string(from:)), outbox: outbox.path,
+                lastError: problem, lastErrorSince: since.map { RFC3339.string(from: $0, fractionDigits: 3) },
+                lastAcknowledged: link.lastAcknowledged.map { RFC3339.string(from: $0, fractionDigits: 3) }, outbox: outbox.path,
                 outboxProblem: outbox.writeProblem.withLock { $0 })
             status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
             return status

@@ -227,7 +227,7 @@ final class LocationDaemon: Service, Sendable {
             do throws(LocationError) {
                 let app = try makeApp(id, owner: owner, restoring: true)
                 apps.withLock { $0[app.key] = app }
-                let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0))" } ?? ""
+                let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0, fractionDigits: 3))" } ?? ""
                 logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
             } catch {
                 logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
@@ -374,7 +374,7 @@ final class LocationDaemon: Service, Sendable {
             var expired: [(AppSession, String)] = []
             for (key, app) in apps where key != .shared {
                 if app.goneFor.map({ $0 >= settings.keepAbandoned }) ?? false {
-                    expired.append((app, "gone since \(RFC3339.string(from: app.abandonedSince ?? date))"))
+                    expired.append((app, "gone since \(RFC3339.string(from: app.abandonedSince ?? date, fractionDigits: 3))"))
                 } else if !inUse.contains(key), let idle = app.unusedFor, idle >= settings.keepAbandoned {
                     expired.append((app, "unused for \(ValueRange.text(idle.rounded(.down))) s"))
                 }
@@ -655,13 +655,13 @@ final class LocationDaemon: Service, Sendable {
             journal: manager.journalPath,
             watchers: app.watcherCount, uptime: (ContinuousClock.now - startedAt).seconds,
             journalProblem: session.journalProblem, sourceProblem: session.sourceProblem,
-            sourceDownSince: outage.map { RFC3339.string(from: $0.since) }, sourceDownReason: outage?.reason?.message)
+            sourceDownSince: outage.map { RFC3339.string(from: $0.since, fractionDigits: 3) }, sourceDownReason: outage?.reason?.message)
         status.app = app.id
         status.owner = app.owner
         status.attached = app.isAttached
         if let since = app.abandonedSince {
-            status.abandonedSince = RFC3339.string(from: since)
-            status.keptUntil = RFC3339.string(from: since.addingTimeInterval(settings.keepAbandoned))
+            status.abandonedSince = RFC3339.string(from: since, fractionDigits: 3)
+            status.keptUntil = RFC3339.string(from: since.addingTimeInterval(settings.keepAbandoned), fractionDigits: 3)
         }
         status.holdLimit = manager.configuration.batchCapacity
         status.unacknowledged = app.outbox.count

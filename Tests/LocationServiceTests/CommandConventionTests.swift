@@ -130,7 +130,7 @@ struct CommandConventionTests {
         let result = try daemon.ctl(["watch", "--count", "1"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.lines.count == 1, "\(result.stdout)")
-        #expect(result.stdout.hasPrefix("2024-") && result.stdout.contains(" m/s"), "a location line: \(result.stdout)")
+        #expect(result.stdout.hasPrefix("2024-") && result.stdout.contains("m/s "), "a location line: \(result.stdout)")
         #expect(result.stderr.hasPrefix("── state: active"), "the state line is on standard error: \(result.stderr)")
     }
 
@@ -217,28 +217,47 @@ struct CommandConventionTests {
         }
     }
 
-    @Test("text location lines stay aligned with the longest values a column can hold")
-    func textColumnsHoldTheLongestValues() {
-        let start = Date(timeIntervalSince1970: 1_714_543_200)
+    @Test("text location lines of usual values fit 80 columns with every correction status, stay aligned, and leave out today's date")
+    func textLinesFitEightyColumns() {
+        let today = Date(timeIntervalSince1970: 1_714_543_200)
         var plain = LocationFixtures.walk(0)
-        plain.correctionStatus = .gps
+        plain.timestamp = today
         plain.satellitesUsed = 9
         plain.satellitesVisible = 14
-        let longest = Location(
-            latitude: -89.9999999, longitude: -179.9999999, altitude: -9999.9, horizontalAccuracy: 9999.9, speed: 99999.9,
-            course: 359.9, timestamp: start.addingTimeInterval(0.1234567), fixMode: .threeDimensional,
-            correctionStatus: .simulated, satellitesUsed: 12, satellitesVisible: 24)
-        let empty = Location(latitude: 0, longitude: 0, timestamp: start.addingTimeInterval(0.123456789))
-        let lines = [plain, longest, empty].map(TextEventFormatter.line)
-        #expect(RFC3339.string(from: longest.timestamp).count > 24, "a time the old 24-character column could not hold")
+        let empty = Location(latitude: 0, longitude: 0, timestamp: today.addingTimeInterval(0.123456789))
+        var lines = [plain, empty].map { TextEventFormatter.line($0, today: today) }
+        for status in CorrectionStatus.allCases {
+            let widest = Location(
+                latitude: -89.9999999, longitude: -179.9999999, altitude: -999.9, horizontalAccuracy: 99.9, speed: 99.9,
+                course: 359.4, timestamp: today.addingTimeInterval(17 * 3600 + 59 * 60 + 59.9), fixMode: .threeDimensional,
+                correctionStatus: status, satellitesUsed: 12, satellitesVisible: 24)
+            lines.append(TextEventFormatter.line(widest, today: today))
+        }
+        for line in lines {
+            #expect(line.count <= 80, "\(line.count) columns: \(line)")
+            #expect(!line.contains("2024-"), "today's date left out: \(line)")
+        }
+        #expect(lines[0].hasPrefix("06:00:00.0Z  "), "\(lines[0])")
+        #expect(lines[1].hasPrefix("06:00:00.1Z  "), "\(lines[1])")
         func column(_ marker: String) -> [Int] {
-            lines.compactMap { line in line.range(of: marker).map { line.distance(from: line.startIndex, to: $0.lowerBound) } }
+            lines.compactMap { line in line.range(of: marker).map { line.distance(from: line.startIndex, to: $0.upperBound) } }
         }
-        for marker in ["alt ", "±", " m/s"] {
-            #expect(Set(column(marker)).count == 1 && column(marker).count == 3, "\(marker): \(lines.joined(separator: "\n"))")
+        // Values are right-aligned: a column's units end at one place on every line that has the value.
+        let accuracyEnds = lines.compactMap { line in
+            line.range(of: "±").flatMap { line[$0.upperBound...].firstIndex(of: "m") }.map { line.distance(from: line.startIndex, to: $0) }
         }
-        #expect(Set(column(" N") + column(" S")).count == 1, "\(lines.joined(separator: "\n"))")
-        #expect(Set(column(" E") + column(" W")).count == 1, "\(lines.joined(separator: "\n"))")
-        #expect(Set(column("/")).count == 1, "the satellites follow a correction status of any length: \(lines.joined(separator: "\n"))")
+        #expect(Set(accuracyEnds).count == 1 && accuracyEnds.count == lines.count - 1, "\(lines.joined(separator: "\n"))")
+        for marker in ["m/s ", "° "] {
+            #expect(Set(column(marker)).count == 1 && column(marker).count == lines.count - 1, "\(marker): \(lines.joined(separator: "\n"))")
+        }
+        // Unknown values (altitude, accuracy, speed, course, mode) are one dash each, never 0 or "nan".
+        #expect(lines[1].components(separatedBy: "–").count - 1 == 5 && !lines[1].contains("nan"), "\(lines[1])")
+        // Another day's fix carries its date, and a value wider than usual keeps the line whole.
+        let elsewhere = Location(
+            latitude: 1, longitude: 2, altitude: 12345.6, horizontalAccuracy: 99999.9, speed: 99999.9, course: 10,
+            timestamp: today.addingTimeInterval(-86_400), fixMode: .twoDimensional)
+        let other = TextEventFormatter.line(elsewhere, today: today)
+        #expect(other.hasPrefix("2024-04-30 06:00:00.0Z"), "\(other)")
+        #expect(other.contains("12345.6m ±99999.9m 99999.9m/s  10° 2D"), "\(other)")
     }
 }

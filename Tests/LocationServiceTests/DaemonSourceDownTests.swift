@@ -76,7 +76,7 @@ struct DaemonSourceDownTests {
             let object = try JSONSerialization.jsonObject(with: Data(current.stdout.utf8)) as? [String: Any]
             // (Foundation's JSON number parser on Linux can be one ulp off: a tolerance, not a different point.)
             #expect((object?["latitude"] as? Double).map { abs($0 - last.latitude) < 1e-9 } == true, "\(current.stdout)")
-            #expect(object?["timestamp"] as? String == RFC3339.string(from: last.timestamp), "\(current.stdout)")
+            #expect(object?["timestamp"] as? String == RFC3339.string(from: last.timestamp, fractionDigits: 3), "\(current.stdout)")
         }
         // Nothing started the replay again: a second later the last fix is still the last point.
         usleep(1_200_000)

@@ -21,13 +21,14 @@ struct FixQualityServiceTests {
     @Test("a text line shows the correction status and satellites used of those in view")
     func textLine() {
         let line = TextEventFormatter.line(Self.rtkFix)
-        #expect(line.hasSuffix("3D  RTK fixed      11/17 sats"), "the status padded to the longest label: \(line)")
+        #expect(line.hasSuffix("3D 11/17 RTK"), "the satellites and then the status: \(line)")
         var plain = LocationFixtures.walk(3)
+        plain.correctionStatus = .gps
         plain.satellitesUsed = 9
-        #expect(TextEventFormatter.line(plain).hasSuffix("3D   9 sats"), "\(TextEventFormatter.line(plain))")
+        #expect(TextEventFormatter.line(plain).hasSuffix("3D  9"), "plain GPS is not named: \(TextEventFormatter.line(plain))")
         plain.satellitesUsed = nil
         plain.satellitesVisible = 4
-        #expect(TextEventFormatter.line(plain).hasSuffix("3D   –/4 sats"), "\(TextEventFormatter.line(plain))")
+        #expect(TextEventFormatter.line(plain).hasSuffix("3D  –/4"), "\(TextEventFormatter.line(plain))")
         #expect(CorrectionStatus.allCases.map(TextEventFormatter.label).count == Set(CorrectionStatus.allCases.map(TextEventFormatter.label)).count)
     }
 
@@ -164,7 +165,7 @@ struct FixQualityServiceTests {
         tracker.status(.unavailable, at: start + 9)
         #expect(tracker.outage == .init(since: start, reason: reason))
         #expect(tracker.outage?.message(source: "gpsd 127.0.0.1:9")
-            == "gpsd 127.0.0.1:9 is unavailable since 2027-01-15T08:00:00Z: cannot connect to gpsd at 127.0.0.1:9: Connection refused")
+            == "gpsd 127.0.0.1:9 is unavailable since 2027-01-15T08:00:00.000Z: cannot connect to gpsd at 127.0.0.1:9: Connection refused")
         tracker.status(.noFix, at: start + 20)
         #expect(tracker.outage == nil)
         // A source that fails for good says why first, then becomes unavailable.

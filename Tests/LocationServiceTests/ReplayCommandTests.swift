@@ -16,7 +16,9 @@ struct ReplayCommandTests {
         let locations = objects.filter { $0["type"] as? String == "location" }
         #expect(locations.count == 300)
         let times = locations.compactMap { $0["timestamp"] as? String }
-        #expect(times == LocationFixtures.walk(count: 300).map { RFC3339.string(from: $0.timestamp) })
+        #expect(times == LocationFixtures.walk(count: 300).map { RFC3339.string(from: $0.timestamp, fractionDigits: 3) })
+        let seconds = locations.compactMap { $0["time"] as? Double }
+        #expect(seconds == LocationFixtures.walk(count: 300).map(\.timestamp.timeIntervalSince1970), "the exact fix time as a number")
         #expect(locations.allSatisfy { $0["isSimulated"] as? Bool == true && $0["source"] as? String == "walk.gpx" })
         #expect(result.stderr.isEmpty, "no progress display when output is piped: \(result.stderr)")
     }
@@ -29,10 +31,10 @@ struct ReplayCommandTests {
         #expect(result.status == 0)
         let locationLines = result.lines.filter { $0.hasPrefix("2024-") }
         #expect(locationLines.count == 5)
-        #expect(locationLines[0].contains("52.520008 N"))
-        #expect(locationLines[0].contains("13.404954 E"))
-        #expect(locationLines[0].contains(" m/s"))
-        #expect(locationLines[0].contains("±4.5 m"))
+        #expect(locationLines[0].hasPrefix("2024-05-01 06:00:00.0Z "), "another day's fix has its date: \(locationLines[0])")
+        #expect(locationLines[0].contains(" 52.520008   13.404954 "), "signed degrees, as maps take them")
+        #expect(locationLines[0].contains("m/s "))
+        #expect(locationLines[0].contains("±4.5m"))
         #expect(Set(locationLines.map { $0.count }).count == 1, "lines are aligned")
     }
 
@@ -82,7 +84,7 @@ struct ReplayCommandTests {
         // that is 301 s; from there every epoch is delivered again.
         let after = objects[(batchIndex + 1)...].filter { $0["type"] as? String == "location" }
         #expect(after.count == 299)
-        #expect(after.first?["timestamp"] as? String == "2024-05-01T06:05:01Z")
+        #expect(after.first?["timestamp"] as? String == "2024-05-01T06:05:01.000Z")
     }
 
     @Test("with --background-location on, background and suspended fixes arrive live at the reduced rate and nothing is held")
