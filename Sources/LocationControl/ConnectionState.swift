@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LocationCore
 
 /// What the event loop hands to a connection's request task.
 enum ConnectionInput: Sendable {
@@ -103,7 +104,7 @@ struct ConnectionState: Sendable {
         while true {
             if output.isEmpty {
                 guard missedEvents > 0 else { break }
-                let batches = missedHeldFixes > 0 ? ", among them \(missedHeldFixes) held fixes" : ""
+                let batches = missedHeldFixes > 0 ? ", among them \(missedHeldFixes.counted("held fix"))" : ""
                 output.append(JSONText.errorEventLine(
                     code: ControlError.Code.watcherLagged.rawValue,
                     message: "missed \(missedEvents) events\(batches)"))

@@ -324,7 +324,7 @@ package final class LocationJournal: Sendable {
             guard innerPlaces > 0 else {
                 return LocationError(
                     .journalCorrupt,
-                    "journal \(path): \(first.reason) at byte \(first.range.lowerBound); kept \(kept) fixes, dropped \(droppedTail) bytes")
+                    "journal \(path): \(first.reason) at byte \(first.range.lowerBound); kept \(kept.counted("fix")), dropped \(droppedTail.counted("byte"))")
             }
             return LocationError(
                 .journalCorrupt,

@@ -139,9 +139,9 @@ public final class LocationManager: Sendable {
             }
             if opened.summary.count > batch.count {
                 logger.warning(
-                    "loaded \(opened.summary.count) held fixes from journal \(path); the batch holds \(batch.capacity), so the oldest \(opened.summary.count - batch.count) are dropped")
+                    "loaded \(opened.summary.count.counted("held fix")) from journal \(path); the batch holds \(batch.capacity), so the oldest \(opened.summary.count - batch.count) are dropped")
             } else if opened.summary.count > 0 {
-                logger.info("loaded \(opened.summary.count) held fixes from journal \(path)")
+                logger.info("loaded \(opened.summary.count.counted("held fix")) from journal \(path)")
             }
         } else {
             journal = nil
@@ -415,9 +415,9 @@ public final class LocationManager: Sendable {
         }
         if let unwritten {
             logger.error(
-                "\(unwritten.count) held fixes are not in journal \(journal.path) and are lost with this process: \(unwritten.error.message)")
+                "\(unwritten.count.counted("held fix", "held fixes")) \(unwritten.count == 1 ? "is" : "are") not in journal \(journal.path) and are lost with this process: \(unwritten.error.message)")
         } else if journal.count > 0 {
-            logger.info("journal \(journal.path) holds all \(journal.count) held fixes for the next start")
+            logger.info("journal \(journal.path) holds \(journal.count == 1 ? "the" : "all") \(journal.count.counted("held fix")) for the next start")
         }
         journal.sync()
     }
@@ -714,7 +714,7 @@ public final class LocationManager: Sendable {
                 // A cheap append first tells whether writing works again; the rewrite then makes it whole.
                 try journal.append(fix)
                 try journal.replaceContents(with: state.batch.peek())
-                logger.notice("journal \(journal.path) is written again after \(state.journalFailures) failed appends; it holds all \(journal.count) held fixes")
+                logger.notice("journal \(journal.path) is written again after \(state.journalFailures.counted("failed append")); it holds \(journal.count == 1 ? "the" : "all") \(journal.count.counted("held fix"))")
                 state.journalFailures = 0
                 let replaced = journalReplaced
                 delivery.enqueue { replaced.value?() }
@@ -760,7 +760,7 @@ public final class LocationManager: Sendable {
         state.batchIsRestored = false
         state.totalDropped += dropped
         if dropped > 0 {
-            logger.warning("dropped \(dropped) held fixes: the batch holds at most \(state.batch.capacity)")
+            logger.warning("dropped \(dropped.counted("held fix")): the batch holds at most \(state.batch.capacity)")
             enqueue(.droppedHeldLocations(dropped))
         }
         if let last = locations.last { state.lastAccepted = last }

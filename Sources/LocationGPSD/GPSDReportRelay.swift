@@ -88,7 +88,7 @@ final class GPSDReportRelay: Sendable {
                 if droppedCount > 0 {
                     sink(.error(LocationError(
                         .consumerOverrun,
-                        "the consumer of gpsd \(endpoint) did not keep up: dropped \(droppedCount) fixes "
+                        "the consumer of gpsd \(endpoint) did not keep up: dropped \(droppedCount.counted("fix")) "
                             + "(at most \(capacity) reports wait)")))
                 }
                 for event in batch { sink(event) }

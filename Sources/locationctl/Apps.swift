@@ -62,7 +62,7 @@ struct Apps: AsyncParsableCommand {
                 let (_, sockets) = try await daemon.resolve()
                 let (response, _) = try await DaemonClient.request(.remove(app: name, owner: owner), sockets: sockets)
                 let deleted = (try? response.decode(Int.self, forKey: "fixesDeleted")) ?? 0
-                print("removed the app \(name) and the \(deleted) fixes it held")
+                print("removed the app \(name) and the \(deleted.counted("fix")) it held")
             }
         }
     }

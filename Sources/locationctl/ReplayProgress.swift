@@ -17,7 +17,7 @@ final class ReplayProgress: Sendable {
                 let (fixes, trackTime) = sample()
                 let seconds = Int(trackTime.seconds)
                 let clock = String(format: "%02d:%02d:%02d", seconds / 3600, seconds / 60 % 60, seconds % 60)
-                FileHandle.standardError.write(Data("\r\u{1B}[Kreplay: \(fixes) fixes, track time \(clock)".utf8))
+                FileHandle.standardError.write(Data("\r\u{1B}[Kreplay: \(fixes.counted("fix")), track time \(clock)".utf8))
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }

@@ -258,7 +258,7 @@ final class WatchLimits: Sendable {
                 // left there, said once, rather than written in part and sent again to the next watcher.
                 let left = LocationError(
                     LocationError.Code(rawValue: "batch-left"),
-                    "a held batch of \(locations.count) fixes is more than --count \(count) leaves room for (\(room)); it stays in locationd for the next watcher (a watch without --count takes it)")
+                    "a held batch of \(locations.count.counted("fix")) is more than --count \(count) leaves room for (\(room)); it stays in locationd for the next watcher (a watch without --count takes it)")
                 return (.error(left), nil)
             }
             // A batch of this process's own (a local session's, at its end) is cut: nothing keeps it.

@@ -228,7 +228,7 @@ final class LocationDaemon: Service, Sendable {
                 let app = try makeApp(id, owner: owner, restoring: true)
                 apps.withLock { $0[app.key] = app }
                 let gone = app.abandonedSince.map { ", gone since \(RFC3339.string(from: $0, fractionDigits: 3))" } ?? ""
-                logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount) fixes\(gone)")
+                logger.info("restored the app \(id) of uid \(owner): \(app.application.applicationState.rawValue), holding \(app.manager.heldCount.counted("fix"))\(gone)")
             } catch {
                 logger.error("cannot restore the app \(id) of uid \(owner): \(error.message)")
             }
@@ -334,7 +334,7 @@ final class LocationDaemon: Service, Sendable {
         }
         app.noteUse()
         if attach {
-            if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount) fixes") }
+            if app.abandonedSince != nil { logger.info("the app \(id) is back, holding \(app.manager.heldCount.counted("fix"))") }
             app.attach(connection)
         } else {
             app.detach(connection)
@@ -383,7 +383,7 @@ final class LocationDaemon: Service, Sendable {
             return expired
         }
         for (app, why) in expired {
-            logger.warning("dropping the app \(app.id) of uid \(app.owner.map(String.init) ?? "?"), \(why), with the \(app.manager.heldCount + app.outbox.count) fixes it held (apps.keepAbandoned)")
+            logger.warning("dropping the app \(app.id) of uid \(app.owner.map(String.init) ?? "?"), \(why), with the \((app.manager.heldCount + app.outbox.count).counted("fix")) it held (apps.keepAbandoned)")
             end(app)
         }
     }
@@ -427,7 +427,7 @@ final class LocationDaemon: Service, Sendable {
         case .attached:
             return .failure("app-in-use", "the app \(id) is connected to locationd: quit it (or stop its updates) first")
         case .removed(let app, let held):
-            logger.notice("removed the app \(id) of uid \(key.owner.map(String.init) ?? "?") with the \(held) fixes it held, as uid \(connection.peerUID.map(String.init) ?? "?") asked")
+            logger.notice("removed the app \(id) of uid \(key.owner.map(String.init) ?? "?") with the \(held.counted("fix")) it held, as uid \(connection.peerUID.map(String.init) ?? "?") asked")
             // Its watchers learn why nothing more comes, and are let go.
             let removed = LocationError(LocationError.Code(rawValue: "app-removed"), "the app \(id) was removed")
             server.withLock { $0 }?.close(app.watchers, after: JSONLineEncoder.line(.error(removed)))

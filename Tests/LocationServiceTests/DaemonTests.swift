@@ -134,7 +134,7 @@ struct DaemonTests {
         let text = try daemon.ctl(["current"])
         #expect(text.status == 0)
         #expect(text.lines.count == 1)
-        #expect(text.stdout.contains(" N "))
+        #expect(text.stdout.contains(" 52.52") && text.stdout.contains("m/s "), "\(text.stdout)")
     }
 
     @Test("state changes: background, suspended, then active delivers the held batch to a watcher")
