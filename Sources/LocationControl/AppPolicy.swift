@@ -1,4 +1,4 @@
-/// The policy settings an app gives its session when it opens it (``ControlRequest/open(app:attach:policy:)``);
+/// The policy settings an app gives its session when it opens it (``ControlRequest/open(app:attach:create:policy:owner:)``);
 /// each one left out keeps the session's value (the daemon's configured default for a new session).
 public struct AppPolicy: Sendable, Hashable {
     /// The accuracy, in metres, a `current` request waits for (`accuracy`).

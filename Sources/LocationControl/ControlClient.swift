@@ -86,7 +86,10 @@ public final class ControlClient: Sendable {
 
     /// Connects, sends one request, reads its reply, and disconnects.
     ///
-    /// - Parameter timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
+    /// - Parameters:
+    ///   - request: The request to send.
+    ///   - path: The control socket.
+    ///   - timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
     /// - Throws: A connect error, `timeout`, `connection-closed`, `protocol-error`, or the daemon's own error.
     public static func request(
         _ request: ControlRequest, path: String, timeout: Duration? = nil
@@ -102,7 +105,9 @@ public final class ControlClient: Sendable {
 
     /// Sends one request and reads its reply.
     ///
-    /// - Parameter timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
+    /// - Parameters:
+    ///   - request: The request to send.
+    ///   - timeout: How long to wait for the reply; `nil` picks ``defaultTimeout(for:)``.
     /// - Throws: `timeout`, `connection-closed`, `protocol-error`, or the error the daemon replied with.
     public func request(_ request: ControlRequest, timeout: Duration? = nil) throws(ControlError) -> ControlResponse {
         try send(request)
@@ -175,7 +180,6 @@ public final class ControlClient: Sendable {
 
     /// Reads the next line the daemon sends, without its `\n`.
     ///
-    /// - Parameter timeout: How long to wait; `nil` waits for ever.
     /// - Parameters:
     ///   - timeout: How long to wait; `nil` waits for ever.
     ///   - limit: The longest line accepted, in bytes.

@@ -10,7 +10,7 @@ import LocationCore
 ///
 /// The same type describes local failures (a bind that was refused, a client that timed out) and failures
 /// the daemon reported in an `{"ok":false,"error":{...}}` reply, whose `code` may be any string the daemon
-/// chose, for example `no-fix` from ``LocationCore/LocationError``.
+/// chose, for example `no-fix` from `LocationError`.
 public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable error code; its raw value is what appears in JSON.
     public struct Code: ErrorCode {

@@ -12,7 +12,7 @@ import LocationCore
 /// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
 /// | ``status`` | `{"command":"status"}` |
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
-/// | ``open(app:attach:create:policy:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
+/// | ``open(app:attach:create:policy:owner:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
 /// | ``apps`` | `{"command":"apps"}` |
 /// | ``remove(app:owner:)`` | `{"command":"remove","app":"tracker"}` (`owner`, a uid, optional; for root) |
 /// | ``acknowledge(batch:)`` | `{"command":"ack","batch":"k3x9.120"}` |

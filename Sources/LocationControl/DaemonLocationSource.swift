@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// A ``LocationSource`` that runs an app's ``LocationManager`` through `locationd`: the daemon's shared
+/// A `LocationSource` that runs an app's `LocationManager` through `locationd`: the daemon's shared
 /// receiver, the app's own session in it, and the fixes the daemon held for the app while its process was gone.
 ///
 /// Give it to the manager as its source:
@@ -30,7 +30,7 @@ import Glibc
 ///   daemon delivers what the manager asked for and the manager decides what to hold;
 /// - if the process dies, the daemon notices the connection close and goes on acquiring at the app's last
 ///   background interval, holding the fixes, journaled; when the app runs this source again they come as one
-///   hand-over (``LocationSourceEvent/held(_:)``), and the daemon lets go of them only when the app's
+///   hand-over (`LocationSourceEvent.held(_:)`), and the daemon lets go of them only when the app's
 ///   delegate has had them.
 ///
 /// Stopping the updates detaches from the session and stops its updates: nothing is held for an app that
@@ -74,7 +74,7 @@ public final class DaemonLocationSource: LocationSource {
 
     /// Connects, opens the app's session as the app itself, keeps its state with the manager's mode, and
     /// forwards the session's events until cancelled. When locationd cannot be reached or goes away
-    /// (restarted), the source says so once (``LocationSourceStatus/unavailable`` and a `source-unavailable`
+    /// (restarted), the source says so once (`LocationSourceStatus.unavailable` and a `source-unavailable`
     /// error) and connects again with a growing delay (0.25 s to 5 s), as the gpsd source does; the daemon
     /// held the app's fixes meanwhile.
     public func run(_ context: LocationSourceContext) async throws {

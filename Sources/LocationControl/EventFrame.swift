@@ -1,7 +1,7 @@
 import LocationCore
 
-/// One event as it travels from `locationd` to its clients: a ``LocationEvent``, the vocabulary of every
-/// ``LocationManager``, and for a held batch from `locationd` the id its consumer acknowledges it with
+/// One event as it travels from `locationd` to its clients: a `LocationEvent`, the vocabulary of every
+/// `LocationManager`, and for a held batch from `locationd` the id its consumer acknowledges it with
 /// (``ControlRequest/acknowledge(batch:)``) once it has the fixes.
 ///
 /// ``JSONLineEncoder`` writes a frame as one JSON line and ``LocationEventDecoder`` reads it back.

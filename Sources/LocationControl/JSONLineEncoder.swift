@@ -1,11 +1,11 @@
 import Foundation
 import LocationCore
 
-/// Writes ``LocationEvent``s (``EventFrame``s) as JSON lines, by hand, because it is on the hot path of every
+/// Writes `LocationEvent`s (``EventFrame``s) as JSON lines, by hand, because it is on the hot path of every
 /// replay.
 ///
 /// Shapes (keys in this order, absent location fields omitted):
-/// - `{"type":"location", ...Location fields...}`: a live fix (``LocationDelivery/live``)
+/// - `{"type":"location", ...Location fields...}`: a live fix (`LocationDelivery.live`)
 /// - `{"type":"batch","count":N,"reason":"foreground","locations":[{...},...]}` (from locationd also
 ///   `"id":"…"` before `locations`, to acknowledge it): a held batch whole, its locations as objects without
 ///   `type`

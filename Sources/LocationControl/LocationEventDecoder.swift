@@ -25,7 +25,7 @@ public enum LocationEventDecoder {
         var locations: [Location]?
     }
 
-    /// Decodes one line; throws ``LocationError/Code/invalidData`` quoting the line when it is not an event,
+    /// Decodes one line; throws `LocationError.Code.invalidData` quoting the line when it is not an event,
     /// or an event of a type this build does not know.
     public static func frame(_ line: [UInt8]) throws(LocationError) -> EventFrame {
         guard let frame = try frameIfKnown(line) else {

@@ -2,7 +2,7 @@
 ///
 /// Implement ``listen(_:)``: it opens the receiver (for gpsd: connect and enable the WATCH) and yields
 /// events until the consuming task stops iterating, at which point the stream's termination handler must
-/// close the receiver again. The default ``run(_:)`` then
+/// close the receiver again. The default `run(_:)` then
 /// - in continuous mode keeps one listener open and forwards every event;
 /// - in duty-cycled mode opens a listener for each acquisition, ends it at the first fix meeting the
 ///   desired accuracy (or at the timeout, with the best fix seen), closes it, and sleeps until the next

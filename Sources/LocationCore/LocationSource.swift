@@ -46,7 +46,7 @@ public enum LocationSourceEvent: Sendable, Hashable {
 
 /// Fixes handed over by another holder (``LocationSourceEvent/held(_:)``), with what to do once the app has them.
 ///
-/// The holder lets go of them only when ``whenDelivered`` runs: that is, once the delegate has had them (in
+/// The holder lets go of them only when `whenDelivered` runs: that is, once the delegate has had them (in
 /// the batch they went out in), or had already had each of them. It does not run if the manager stops first;
 /// the holder then keeps them, and hands them over again next time.
 public struct HeldLocations: Sendable, Hashable {

@@ -87,7 +87,7 @@ public final class LocationSourceContext: Sendable {
         sink(event)
     }
 
-    /// Reports one fix, after ``LocationValueCheck``: a fix with an impossible coordinate is refused, other
+    /// Reports one fix, after `LocationValueCheck`: a fix with an impossible coordinate is refused, other
     /// values out of range are left out; either is reported once per field as `invalid-data`.
     public func deliver(_ location: Location) {
         switch LocationValueCheck.check(location) {

@@ -22,7 +22,7 @@ public struct GPSDConfiguration: Sendable, Hashable {
     public var epochSettle: Duration
     /// The most reports (fixes, status changes, errors) that wait for a consumer that is busy, such as a
     /// delegate that blocks. The reader keeps draining gpsd meanwhile; beyond this the oldest waiting fixes
-    /// are dropped and reported as one ``LocationError/Code/consumerOverrun`` error. Default 1,000
+    /// are dropped and reported as one `LocationError.Code.consumerOverrun` error. Default 1,000
     /// (100 s of a 10 Hz receiver, about 300 KB).
     public var maximumPendingReports: Int
 

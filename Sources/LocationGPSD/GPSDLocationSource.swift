@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// It connects to gpsd at ``GPSDConfiguration/host``:``GPSDConfiguration/port``, enables a JSON WATCH
 /// (of one device when ``GPSDConfiguration/devicePath`` is set) and turns the TPV and SKY reports into
-/// one ``Location`` per receiver epoch:
+/// one `Location` per receiver epoch:
 ///
 /// - Only real fixes (mode 2D or 3D, with a time and a coordinate) are delivered; a fix whose time is
 ///   not later than the last delivered one is never delivered again.
@@ -14,11 +14,11 @@ import Synchronization
 ///   `eph`), `verticalAccuracy` is `epv`, `speedAccuracy` is `eps`, `course` is `track`,
 ///   `courseAccuracy` is `epd`, `satellitesUsed` comes from the latest SKY, `source` is the device path
 ///   and `timestamp` the fix time.
-/// - Fix loss reports `.status(.noFix)` and a ``LocationError/Code/fixLost`` error; the next fix
+/// - Fix loss reports `.status(.noFix)` and a `LocationError.Code.fixLost` error; the next fix
 ///   reports `.status(.hasFix)`.
 /// - When gpsd cannot be reached, closes the connection, or sends nothing for
 ///   ``GPSDConfiguration/watchdogTimeout``, the source reports `.status(.unavailable)` and one error per
-///   outage (``LocationError/Code/sourceUnavailable`` or ``LocationError/Code/sourceFailed``) and
+///   outage (`LocationError.Code.sourceUnavailable` or `LocationError.Code.sourceFailed`) and
 ///   reconnects with capped exponential backoff; when data flows again the next report announces
 ///   `.status(.hasFix)` or `.status(.noFix)`.
 ///
@@ -28,22 +28,22 @@ import Synchronization
 ///   (garbage, a cut line, `NaN` or `Infinity`, two objects on a line, a longer line) is skipped and
 ///   counted in ``linesSkipped``; reading goes on with the next line. Memory stays the same whatever the
 ///   peer sends. If the very first line of a connection is not gpsd JSON, the peer is not gpsd: the
-///   connection fails with ``LocationError/Code/sourceUnavailable`` and is retried with backoff.
+///   connection fails with `LocationError.Code.sourceUnavailable` and is retried with backoff.
 /// - A TPV with an impossible mode (not 0–3), time (not RFC 3339, or outside 1980-01-06…2200-01-01),
-///   latitude (outside ±90) or longitude (outside ±180) is refused whole: no ``Location`` is made from it.
+///   latitude (outside ±90) or longitude (outside ±180) is refused whole: no `Location` is made from it.
 ///   A TPV with mode 2/3 but no position is partial (gpsd sends them) and never makes a fix by itself. Any other value outside its range (a negative error
 ///   estimate, a speed beyond 100 km/s, a track beyond 360°...) is left out (`nil`); the rest is used.
-/// - Each kind of such problem is reported once per connection as a ``LocationError/Code/invalidData``
+/// - Each kind of such problem is reported once per connection as a `LocationError.Code.invalidData`
 ///   error naming gpsd's address and what was wrong; classes this code does not know are ignored quietly.
 /// - gpsd's own ERROR answer to the WATCH (such as "No such device"), and a gpsd whose device list
-///   stays empty, are reported once as ``LocationError/Code/sourceUnavailable`` and retried with backoff.
+///   stays empty, are reported once as `LocationError.Code.sourceUnavailable` and retried with backoff.
 ///
 /// In continuous mode the reader thread hands reports to a delivery thread of their own
 /// (`GPSDReportRelay`) rather than a task, which keeps the delay from socket to delegate small; a
 /// consumer that blocks never stops the reader from draining gpsd (which drops clients that stop
 /// reading), and at most ``GPSDConfiguration/maximumPendingReports`` reports wait: older fixes are dropped
-/// and counted (``fixesDropped``, and one ``LocationError/Code/consumerOverrun`` error). In duty-cycled
-/// mode each acquisition opens its own connection (``listen(_:)``, driven by ``ListeningLocationSource``'s
+/// and counted (``fixesDropped``, and one `LocationError.Code.consumerOverrun` error). In duty-cycled
+/// mode each acquisition opens its own connection (``listen(_:)``, driven by `ListeningLocationSource`'s
 /// acquisition logic), and between acquisitions there is no connection at all, so gpsd may idle the
 /// receiver and this process sleeps.
 public struct GPSDLocationSource: ListeningLocationSource {
@@ -67,7 +67,7 @@ public struct GPSDLocationSource: ListeningLocationSource {
     public var messagesRead: Int { state.messagesRead.load(ordering: .relaxed) }
 
     /// How many fixes were dropped because the consumer did not keep up; each drop was also reported as
-    /// a ``LocationError/Code/consumerOverrun`` error.
+    /// a `LocationError.Code.consumerOverrun` error.
     public var fixesDropped: Int { state.fixesDropped.load(ordering: .relaxed) }
 
     /// How many lines this source refused as unusable over all its connections: not one well-formed JSON
@@ -160,9 +160,9 @@ public struct GPSDLocationSource: ListeningLocationSource {
     /// One position: connects, waits for the first fix whose horizontal accuracy is at most
     /// `desiredAccuracy` metres (any fix when `nil`), or the best fix seen within `timeout`, and disconnects.
     ///
-    /// - Throws: ``LocationError`` with code ``LocationError/Code/sourceUnavailable`` when gpsd cannot be
-    ///   reached, ``LocationError/Code/sourceFailed`` when it went away before any fix,
-    ///   ``LocationError/Code/noFix`` when no fix arrived in time, and ``LocationError/Code/cancelled``
+    /// - Throws: `LocationError` with code `LocationError.Code.sourceUnavailable` when gpsd cannot be
+    ///   reached, `LocationError.Code.sourceFailed` when it went away before any fix,
+    ///   `LocationError.Code.noFix` when no fix arrived in time, and `LocationError.Code.cancelled`
     ///   when the calling task is cancelled.
     public func currentLocation(
         desiredAccuracy: Double? = nil,

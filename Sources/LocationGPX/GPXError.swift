@@ -4,7 +4,7 @@ import LocationCore
 ///
 /// ``description`` reads like a compiler diagnostic: `track.gpx:12:31: latitude 91.5 is outside [-90, 90]`.
 public struct GPXError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The kind of failure: a stable code, extensible as ``LocationCore/LocationError/Code`` is.
+    /// The kind of failure: a stable code, extensible as `LocationError.Code` is.
     public struct Code: ErrorCode, CaseIterable {
         /// The code as it is written, for example `not-gpx`.
         public var rawValue: String

@@ -30,7 +30,7 @@ extension GPXReplaySource {
 
         /// How fast track time runs on the clock.
         public enum Pacing: Sendable, Hashable {
-            /// Track time runs this many times faster than the clock (within ``ValueRange/speedFactor``,
+            /// Track time runs this many times faster than the clock (within `ValueRange.speedFactor`,
             /// 0.001…1000000; `1` is real time, `0.5` half speed).
             case speedFactor(Double)
             /// No waiting at all: every point is delivered as soon as the previous one is.
