@@ -179,21 +179,27 @@ extension Location: Codable {
     /// (`nil`) rather than refusing the whole location.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let text = try container.decode(String.self, forKey: .timestamp)
-        guard let parsed = RFC3339.parse(text) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .timestamp, in: container,
-                debugDescription: "timestamp '\(text)' is not an RFC 3339 date-time")
+        var timestamp: Date?
+        if let text = try container.decodeIfPresent(String.self, forKey: .timestamp) {
+            guard let parsed = RFC3339.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .timestamp, in: container,
+                    debugDescription: "timestamp '\(text)' is not an RFC 3339 date-time")
+            }
+            timestamp = parsed.date
         }
-        var timestamp = parsed.date
         if let seconds = try container.decodeIfPresent(Decimal.self, forKey: .time) {
             var digits = Array(seconds.description.utf8)
             guard let exact = digits.withUnsafeMutableBufferPointer({ RFC3339.parseSeconds(UnsafeBufferPointer($0)) }) else {
                 throw DecodingError.dataCorruptedError(
                     forKey: .time, in: container,
-                    debugDescription: "time \(seconds) is not a time in years 1–9999 in seconds since 1970")
+                    debugDescription: "time \(seconds) is not a time in years 0000–9999 in seconds since 1970")
             }
             timestamp = exact
+        }
+        guard let timestamp else {
+            throw DecodingError.keyNotFound(
+                CodingKeys.timestamp, .init(codingPath: container.codingPath, debugDescription: "a location needs a time or a timestamp"))
         }
         let latitude = try container.decode(Double.self, forKey: .latitude)
         let longitude = try container.decode(Double.self, forKey: .longitude)

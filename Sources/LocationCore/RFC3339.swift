@@ -99,6 +99,9 @@ package enum RFC3339 {
 
         let days = daysFromCivil(year: year, month: month, day: day)
         let wholeSeconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        // An offset can move 9999-12-31T23:00:00-01:00 into year 10000 (or year 0000 into −1) in UTC, which
+        // no four-digit UTC time can be written as.
+        guard wholeSeconds >= firstSecond, wholeSeconds <= lastSecond else { return nil }
         let date = makeDate(wholeSecondsSince1970: wholeSeconds, fraction: fraction, digits: fractionDigits)
         return Parsed(date: date, hasZone: hasZone)
     }
@@ -145,9 +148,10 @@ package enum RFC3339 {
         bytes.append(0x5A)
     }
 
-    /// A date's time of day, `HH:MM:SS` with exactly `fractionDigits` (0–9) fractional digits, rounded, and
-    /// whether it falls on the same UTC day as `today`: terminal lines leave out the date of today's fixes.
-    package static func timeOfDay(_ date: Date, fractionDigits: Int, sameDayAs today: Date) -> (text: String, isSameDay: Bool) {
+    /// A date's time of day, `HH:MM:SS` with exactly `fractionDigits` (0–9) fractional digits, rounded, whether
+    /// it falls on the same UTC day as `today` (terminal lines leave out the date of today's fixes), and its
+    /// day, `YYYY-MM-DD`, of the same rounded second.
+    package static func timeOfDay(_ date: Date, fractionDigits: Int, sameDayAs today: Date) -> (text: String, isSameDay: Bool, day: String) {
         let digits = min(9, max(0, fractionDigits))
         let (whole, fraction) = rounded(date, digits: digits)
         var bytes: [UInt8] = []
@@ -166,7 +170,10 @@ package enum RFC3339 {
         let todaySince1970 = today.timeIntervalSince1970
         let sameDay = todaySince1970.isFinite && abs(todaySince1970) < 1e15
             && floorDiv(Int(todaySince1970.rounded(.down)), 86_400) == days
-        return (String(decoding: bytes, as: UTF8.self), sameDay)
+        // The day of the same rounded second as the time: 23:59:59.96 shown as 00:00:00.0 is the next day's.
+        var day: [UInt8] = []
+        appendDateTime(wholeSince1970: whole, to: &day)
+        return (String(decoding: bytes, as: UTF8.self), sameDay, String(decoding: day.prefix(10), as: UTF8.self))
     }
 
     /// Appends a date as seconds since 1970-01-01T00:00:00Z, a JSON number with the fewest fractional digits
@@ -231,7 +238,7 @@ package enum RFC3339 {
             seconds = Date(timeIntervalSince1970: value)
         }
         let since1970 = seconds.timeIntervalSince1970
-        guard since1970 >= -62_167_219_200, since1970 < 253_402_300_800 else { return nil }
+        guard since1970 >= Double(firstSecond), since1970 < Double(lastSecond + 1) else { return nil }
         return seconds
     }
 
@@ -289,8 +296,13 @@ package enum RFC3339 {
         let scale = Int(powersOfTen[digits])
         var fraction = Int(((sinceReference - wholeSinceReference) * powersOfTen[digits]).rounded())
         if fraction >= scale {
-            whole += 1
-            fraction -= scale
+            if whole >= lastSecond {
+                // Rounding up would write year 10000, which four digits cannot hold: the last unit instead.
+                fraction = scale - 1
+            } else {
+                whole += 1
+                fraction -= scale
+            }
         }
         return (whole, fraction)
     }
@@ -321,6 +333,9 @@ package enum RFC3339 {
     // MARK: - Calendar arithmetic (proleptic Gregorian, after H. Hinnant's civil algorithms)
 
     private static let referenceOffset = 978_307_200  // seconds from 1970-01-01 to 2001-01-01
+    /// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z in seconds since 1970: the instants four-digit years hold.
+    private static let firstSecond = -62_167_219_200
+    private static let lastSecond = 253_402_300_799
     private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
 
     private static func makeDate(wholeSecondsSince1970: Int, fraction: Int, digits: Int) -> Date {

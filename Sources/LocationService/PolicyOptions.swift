@@ -8,13 +8,16 @@ package struct PolicyOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
     package init() {}
 
+    @Option(name: .customLong("distance-filter"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between foreground deliveries (default: none, every fix; \(ValueRange.distance)).", valueName: "METRES"))
+    package var distanceFilter: NumberArgument?
+
     @Option(name: .customLong("reduced-interval"), parsing: .unconditional, help: ArgumentHelp("Seconds between background acquisitions (default 60; \(ValueRange.backgroundInterval)).", valueName: "SEC"))
     package var reducedInterval: NumberArgument?
 
     @Option(name: .customLong("reduced-accuracy"), parsing: .unconditional, help: ArgumentHelp("Accuracy in metres that ends a background acquisition (default 100; \(ValueRange.distance)).", valueName: "METRES"))
     package var reducedAccuracy: NumberArgument?
 
-    @Option(name: .customLong("reduced-distance"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between background deliveries (default: none; \(ValueRange.distance)).", valueName: "METRES"))
+    @Option(name: .customLong("reduced-distance"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between background deliveries (default: the distance filter; \(ValueRange.distance)).", valueName: "METRES"))
     package var reducedDistance: NumberArgument?
 
     @Option(name: .customLong("background-location"), help: ArgumentHelp("The background location mode. on: a background or suspended app gets its reduced fixes live; off: from the moment it enters the background its fixes are held until it returns to the foreground (default off, as on iOS).", valueName: "on|off"))
@@ -26,6 +29,7 @@ package struct PolicyOptions: ParsableArguments {
     /// Loads the configuration as ``CommandSettings`` says (file, then environment), then applies the flags on top.
     package func resolve() async throws -> ServiceConfiguration {
         var configuration = try await CommandSettings.load(config: config)
+        if let distanceFilter { configuration.distanceFilter = try distanceFilter.value(in: .distance, for: "--distance-filter") }
         if let reducedInterval {
             configuration.reducedInterval = try reducedInterval.value(in: .backgroundInterval, for: "--reduced-interval")
         }

@@ -54,7 +54,7 @@ package enum TextEventFormatter {
     /// A location as one aligned line; its date is left out when it is `today`'s (UTC).
     package static func line(_ location: Location, today: Date = Date()) -> String {
         let time = RFC3339.timeOfDay(location.timestamp, fractionDigits: 1, sameDayAs: today)
-        var line = time.isSameDay ? "" : RFC3339.string(from: location.timestamp, fractionDigits: 0).prefix(10) + " "
+        var line = time.isSameDay ? "" : time.day + " "
         line += time.text + "Z  "
         line += pad(fixed(location.latitude, 6), Width.latitude) + " "
         line += pad(fixed(location.longitude, 6), Width.longitude) + " "
@@ -69,9 +69,12 @@ package enum TextEventFormatter {
         case (nil, let visible?): line += "  –/" + pad(String(visible), 2, left: true)
         case (nil, nil): break
         }
-        // Plain GPS is what a mode of 2D or 3D already says; anything else is named.
-        if let status = location.correctionStatus, status != .gps { line += " " + label(status) }
-        if location.isSimulated { line += " (simulated)" }
+        // Plain GPS is what a mode of 2D or 3D already says; anything else is named, and a simulated fix (a
+        // replay) says SIM there too, short enough for the line to keep within 80 columns.
+        var labels: [String] = []
+        if let status = location.correctionStatus, status != .gps { labels.append(label(status)) }
+        if location.isSimulated, location.correctionStatus != .simulated { labels.append(label(.simulated)) }
+        if !labels.isEmpty { line += " " + labels.joined(separator: "+") }
         return line.trimmingCharacters(in: .whitespaces)
     }
 

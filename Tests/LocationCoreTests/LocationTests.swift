@@ -33,6 +33,19 @@ struct LocationTests {
         #expect(!json.contains("null"))
     }
 
+    @Test("JSON with only time, or only timestamp, decodes; time is read exactly and wins; with neither it is refused")
+    func decodesEitherTime() throws {
+        let decoder = JSONDecoder()
+        let onlyTime = try decoder.decode(Location.self, from: Data(#"{"latitude": 52.5, "longitude": 13.4, "time": 1714543253.7176739}"#.utf8))
+        #expect(onlyTime.timestamp == RFC3339.parse("2024-05-01T06:00:53.7176739Z")?.date)
+        let onlyStamp = try decoder.decode(Location.self, from: Data(#"{"latitude":52.5,"longitude":13.4,"timestamp":"2024-05-01T06:00:00Z"}"#.utf8))
+        #expect(onlyStamp.timestamp == Date(timeIntervalSince1970: 1_714_543_200))
+        let both = try decoder.decode(Location.self, from: Data(#"{"latitude":52.5,"longitude":13.4,"time":1714543200.0001,"timestamp":"2024-05-01T06:00:00.000Z"}"#.utf8))
+        #expect(both.timestamp == RFC3339.parse("2024-05-01T06:00:00.0001Z")?.date)
+        #expect(throws: DecodingError.self) { try decoder.decode(Location.self, from: Data(#"{"latitude":52.5,"longitude":13.4}"#.utf8)) }
+        #expect(throws: DecodingError.self) { try decoder.decode(Location.self, from: Data(#"{"latitude":52.5,"longitude":13.4,"time":1e300}"#.utf8)) }
+    }
+
     @Test("JSON round trip is lossless for every field")
     func roundTrip() throws {
         var original = LocationFixtures.walk(17)

@@ -95,6 +95,17 @@ struct RFC3339Tests {
         }
     }
 
+    @Test("no time is written with a wrapped year: rounding stops at 9999-12-31T23:59:59, and an offset that leaves years 0000–9999 in UTC is refused")
+    func yearsStayWithinFourDigits() {
+        let last = Date(timeIntervalSince1970: 253_402_300_799.9996)
+        #expect(RFC3339.string(from: last, fractionDigits: 3) == "9999-12-31T23:59:59.999Z")
+        #expect(RFC3339.string(from: last, fractionDigits: 0) == "9999-12-31T23:59:59Z")
+        #expect(RFC3339.parse("9999-12-31T23:00:00-01:00") == nil)
+        #expect(RFC3339.parse("0000-01-01T00:00:00+01:00") == nil)
+        #expect(RFC3339.parse("9999-12-31T23:59:59+00:00")?.date == Date(timeIntervalSince1970: 253_402_300_799))
+        #expect(RFC3339.parse("0000-01-01T00:00:00Z")?.date == Date(timeIntervalSince1970: -62_167_219_200))
+    }
+
     @Test("seconds since 1970 read back to exactly the same Date, also before 1970; other numbers as doubles")
     func exactSeconds() throws {
         func seconds(_ date: Date) -> String {
@@ -133,8 +144,15 @@ struct RFC3339Tests {
     @Test("a time of day says whether it falls on the given UTC day, with fixed fractional digits")
     func timeOfDay() {
         let date = Date(timeIntervalSince1970: 1_714_543_200.25)
-        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(3600)) == ("06:00:00.3", true))
-        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(-7 * 3600)) == ("06:00:00.3", false))
+        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(3600)) == ("06:00:00.3", true, "2024-05-01"))
+        #expect(RFC3339.timeOfDay(date, fractionDigits: 1, sameDayAs: date.addingTimeInterval(-7 * 3600)) == ("06:00:00.3", false, "2024-05-01"))
+        // The day is that of the rounded time: 23:59:59.96 shown as 00:00:00.0 is the next day's, and
+        // 23:59:59.5 the same day's.
+        let late = Date(timeIntervalSince1970: 1_714_607_999.96)
+        #expect(RFC3339.timeOfDay(late, fractionDigits: 1, sameDayAs: date) == ("00:00:00.0", false, "2024-05-02"))
+        let half = Date(timeIntervalSince1970: 1_714_607_999.5)
+        #expect(RFC3339.timeOfDay(half, fractionDigits: 1, sameDayAs: date) == ("23:59:59.5", true, "2024-05-01"))
+        #expect(RFC3339.timeOfDay(Date(timeIntervalSince1970: -0.5), fractionDigits: 1, sameDayAs: date).day == "1969-12-31")
         #expect(RFC3339.timeOfDay(date, fractionDigits: 0, sameDayAs: Date(timeIntervalSince1970: .nan)).isSameDay == false)
     }
 }

@@ -226,6 +226,12 @@ struct CommandConventionTests {
         plain.satellitesVisible = 14
         let empty = Location(latitude: 0, longitude: 0, timestamp: today.addingTimeInterval(0.123456789))
         var lines = [plain, empty].map { TextEventFormatter.line($0, today: today) }
+        var replayed = plain
+        replayed.isSimulated = true
+        replayed.satellitesUsed = 12
+        replayed.satellitesVisible = 24
+        lines.append(TextEventFormatter.line(replayed, today: today))
+        #expect(lines.last?.hasSuffix("12/24 SIM") == true, "a replayed fix says SIM: \(lines.last ?? "")")
         for status in CorrectionStatus.allCases {
             let widest = Location(
                 latitude: -89.9999999, longitude: -179.9999999, altitude: -999.9, horizontalAccuracy: 99.9, speed: 99.9,

@@ -23,6 +23,25 @@ struct ReplayCommandTests {
         #expect(result.stderr.isEmpty, "no progress display when output is piped: \(result.stderr)")
     }
 
+    @Test("--distance-filter delivers a foreground fix only once it is that many metres from the last one delivered")
+    func distanceFilterThinsForegroundFixes() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 60)
+        let all = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json"], in: directory)
+        let thinned = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--distance-filter", "10"], in: directory)
+        #expect(all.status == 0 && thinned.status == 0, "\(thinned.stderr)")
+        let locations = try jsonObjects(thinned.lines).filter { $0["type"] as? String == "location" }
+        let coordinates = locations.compactMap { object -> Location? in
+            guard let latitude = object["latitude"] as? Double, let longitude = object["longitude"] as? Double else { return nil }
+            return Location(latitude: latitude, longitude: longitude, timestamp: Date())
+        }
+        #expect(try jsonObjects(all.lines).filter { $0["type"] as? String == "location" }.count == 60)
+        #expect(coordinates.count > 1 && coordinates.count < 20, "\(coordinates.count) of 60 fixes delivered")
+        for (previous, next) in zip(coordinates, coordinates.dropFirst()) {
+            #expect(next.distance(from: previous) >= 10, "\(next.distance(from: previous)) m apart")
+        }
+    }
+
     @Test("text: one aligned line per location, with units")
     func text() throws {
         let directory = TemporaryDirectory()
