@@ -57,14 +57,15 @@ struct Current: AsyncParsableCommand {
             signal(SIGPIPE, SIG_IGN)
             let location = try await locate()
             if let accuracy = try self.accuracy, !bestEffort, !(location.horizontalAccuracy.map { $0 <= accuracy } ?? false) {
-                let best = location.horizontalAccuracy.map { "±\(ValueRange.text($0)) m" } ?? "of unknown accuracy"
+                let best = location.horizontalAccuracy.map { String(format: "±%.1f m", $0) } ?? "of unknown accuracy"
                 throw CommandFailure.noFix(
                     "no fix within \(ValueRange.text(accuracy)) m came in \(ValueRange.text(try self.timeout)) s; the best was \(best) (--best-effort prints it)")
             }
             switch format {
             case .text: print(TextEventFormatter.line(location))
-            // One object, the location's fields (no "type": there is nothing else it could be).
-            case .json: print(String(decoding: JSONLineEncoder.object(location), as: UTF8.self))
+            // The location line of watch and replay, so that a file of current's lines (cron) reads like
+            // their logs, by jq's filter of the README and by plot.
+            case .json: print(String(decoding: JSONLineEncoder.line(.locations([location], .live)), as: UTF8.self), terminator: "")
             case .gpx: try writeGPX(location)
             }
         }
