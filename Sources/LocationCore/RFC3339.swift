@@ -154,26 +154,19 @@ package enum RFC3339 {
     package static func timeOfDay(_ date: Date, fractionDigits: Int, sameDayAs today: Date) -> (text: String, isSameDay: Bool, day: String) {
         let digits = min(9, max(0, fractionDigits))
         let (whole, fraction) = rounded(date, digits: digits)
+        // One `YYYY-MM-DDTHH:MM:SS` of the rounded second gives both the day and the time: 23:59:59.96 shown as
+        // 00:00:00.0 is the next day's.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(20)
-        let days = floorDiv(whole, 86_400)
-        let secondsOfDay = whole - days * 86_400
-        appendDigits(secondsOfDay / 3600, count: 2, to: &bytes)
-        bytes.append(0x3A)
-        appendDigits(secondsOfDay / 60 % 60, count: 2, to: &bytes)
-        bytes.append(0x3A)
-        appendDigits(secondsOfDay % 60, count: 2, to: &bytes)
+        bytes.reserveCapacity(30)
+        appendDateTime(wholeSince1970: whole, to: &bytes)
         if digits > 0 {
             bytes.append(0x2E)
             appendDigits(fraction, count: digits, to: &bytes)
         }
         let todaySince1970 = today.timeIntervalSince1970
         let sameDay = todaySince1970.isFinite && abs(todaySince1970) < 1e15
-            && floorDiv(Int(todaySince1970.rounded(.down)), 86_400) == days
-        // The day of the same rounded second as the time: 23:59:59.96 shown as 00:00:00.0 is the next day's.
-        var day: [UInt8] = []
-        appendDateTime(wholeSince1970: whole, to: &day)
-        return (String(decoding: bytes, as: UTF8.self), sameDay, String(decoding: day.prefix(10), as: UTF8.self))
+            && floorDiv(Int(todaySince1970.rounded(.down)), 86_400) == floorDiv(whole, 86_400)
+        return (String(decoding: bytes[11...], as: UTF8.self), sameDay, String(decoding: bytes[..<10], as: UTF8.self))
     }
 
     /// Appends a date as seconds since 1970-01-01T00:00:00Z, a JSON number with the fewest fractional digits
