@@ -12,9 +12,10 @@ import Synchronization
 ///
 /// Text and JSON lines are buffered and written in large pieces; with `flushEachEvent` (live output)
 /// every event is written at once, GPX points included, so a file holds every point as soon as it is
-/// written. JSON lines carry every event, each typed. In text and GPX only the locations go to the
+/// written. JSON lines carry every event, each typed. In text, GPX and NMEA only the locations go to the
 /// output; the other events (state, batch, source, error lines) go to standard error as text, so a text
-/// output holds one line per location and a GPX output stays a valid document. ``finish()`` must be called to complete the output (it closes the GPX document);
+/// output holds one line per location, a GPX output stays a valid document and an NMEA output holds
+/// sentences only. ``finish()`` must be called to complete the output (it closes the GPX document);
 /// it is safe to call more than once.
 ///
 /// A path is opened itself (see `OutputFile`): never replaced, an existing file keeps its mode, owner and
@@ -180,7 +181,7 @@ package final class EventWriter: Sendable {
                 } else {
                     JSONLineEncoder.append(event, to: &state.buffer)
                 }
-            case .text:
+            case .text, .nmea:
                 if case .locations = event {
                     if isHeld {
                         // The batch line is commentary; its fixes are locations like any other.
@@ -189,8 +190,12 @@ package final class EventWriter: Sendable {
                         guard state.failure == nil else { return true }
                     }
                     for location in locations {
-                        state.buffer.append(contentsOf: TextEventFormatter.line(location).utf8)
-                        state.buffer.append(0x0A)
+                        if format == .nmea {
+                            NMEAEpochEncoder.append(location, to: &state.buffer)
+                        } else {
+                            state.buffer.append(contentsOf: TextEventFormatter.line(location).utf8)
+                            state.buffer.append(0x0A)
+                        }
                         if state.buffer.count >= Self.flushThreshold { flush(&state) }
                     }
                 } else {

@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// How `locationctl` writes what it receives: `--format text|json|gpx` on every command that prints
+/// How `locationctl` writes what it receives: `--format text|json|gpx|nmea` on every command that prints
 /// locations.
 ///
 /// One vocabulary for every subcommand: `json` is JSON Lines for a stream (`watch`, `replay`: one event per
@@ -13,6 +13,9 @@ package enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     case json
     /// A GPX 1.1 track of the locations; other events go to standard error as text.
     case gpx
+    /// NMEA 0183 sentences (GGA, GSA, RMC) of each location, as a receiver sends them (see
+    /// ``NMEAEpochEncoder``); other events go to standard error as text.
+    case nmea
 
     /// Parses a `--format` value: a name in any case, or an alias.
     package init?(formatName: String) {
@@ -20,6 +23,7 @@ package enum OutputFormat: String, Sendable, Hashable, CaseIterable {
         case "text": self = .text
         case "json", "jsonl": self = .json
         case "gpx": self = .gpx
+        case "nmea": self = .nmea
         default: return nil
         }
     }
@@ -34,7 +38,7 @@ package enum OutputFormat: String, Sendable, Hashable, CaseIterable {
 }
 
 extension OutputFormat: ExpressibleByArgument {
-    /// Accepts `text`, `json` (or `jsonl`) and `gpx`, in any case.
+    /// Accepts `text`, `json` (or `jsonl`), `gpx` and `nmea`, in any case.
     package init?(argument: String) {
         self.init(formatName: argument)
     }
@@ -56,7 +60,7 @@ package enum ReportFormat: String, Sendable, Hashable, CaseIterable, Expressible
         switch OutputFormat(formatName: argument) {
         case .text: self = .text
         case .json: self = .json
-        case .gpx, nil: return nil
+        case .gpx, .nmea, nil: return nil
         }
     }
 

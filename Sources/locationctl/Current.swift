@@ -36,7 +36,7 @@ struct Current: AsyncParsableCommand {
     /// Metres wanted, checked.
     private var accuracy: Double? { get throws(CommandFailure) { try accuracyArgument?.value(in: .distance, for: "--accuracy") } }
 
-    @Option(help: OutputFormat.help([.text, .json, .gpx]))
+    @Option(help: OutputFormat.help([.text, .json, .gpx, .nmea]))
     var format: OutputFormat = .text
 
     func validate() throws {
@@ -67,6 +67,7 @@ struct Current: AsyncParsableCommand {
             // their logs, by jq's filter of the README and by plot.
             case .json: print(String(decoding: JSONLineEncoder.line(.locations([location], .live)), as: UTF8.self), terminator: "")
             case .gpx: try writeGPX(location)
+            case .nmea: print(NMEAEpochEncoder.sentences(location), terminator: "")
             }
         }
     }

@@ -34,7 +34,7 @@ struct Replay: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Lifecycle changes in track time, e.g. 120s:background,240s:suspended,480s:active.", valueName: "SCRIPT"))
     var lifecycle: String?
 
-    @Option(help: OutputFormat.help([.text, .json, .gpx]))
+    @Option(help: OutputFormat.help([.text, .json, .gpx, .nmea]))
     var format: OutputFormat = .text
 
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))

@@ -46,7 +46,7 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("high: foreground app; reduced: background app (with gpsd).", valueName: "high|reduced"))
     var policy: AccuracyPolicy = .high
 
-    @Option(help: OutputFormat.help([.text, .json, .gpx]))
+    @Option(help: OutputFormat.help([.text, .json, .gpx, .nmea]))
     var format: OutputFormat = .text
 
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
