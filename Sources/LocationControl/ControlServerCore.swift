@@ -33,62 +33,12 @@ final class ControlServerCore: Sendable {
         self.configuration = configuration
         self.handler = handler
         self.onClose = onClose
-        try UnixSocket.withAddress(path) { _, _ in }
-        let createdDirectory = try Self.createParentDirectory(of: path)
-        if let group = configuration.socketGroup, let createdDirectory {
-            try Self.shareDirectory(createdDirectory, with: group, path: path)
-        }
-        try Self.checkDirectoryIsPrivate(of: path)
-        try Self.removeStaleSocket(at: path)
-
-        let fd = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
-        // The file bind creates takes its mode from the socket inode: make it owner-only before it exists.
-        _ = fchmod(fd, 0o600)
-        let bound = try UnixSocket.withAddress(path) { address, length in bind(fd, address, length) }
-        guard bound == 0 else {
-            let number = errno
-            close(fd)
-            throw ControlError.system("bind", path: path, errno: number)
-        }
-        var info = stat()
-        // chmod again before listen in case the platform ignored fchmod; nobody can connect before listen.
-        guard chmod(path, 0o600) == 0, stat(path, &info) == 0 else {
-            let number = errno
-            close(fd)
-            unlink(path)
-            throw ControlError.system("set permissions on", path: path, errno: number)
-        }
-        // The group is given while the socket is still owner-only and not listening, so no one outside the
-        // group can ever connect: chown first, then open it to the group.
-        if let group = configuration.socketGroup {
-            // Already the group's (the daemon's own group): no chown, which a sandbox may forbid.
-            guard info.st_gid == gid_t(group) || chown(path, uid_t.max, gid_t(group)) == 0 else {
-                let number = errno
-                close(fd)
-                unlink(path)
-                throw ControlError(
-                    number == EPERM || number == EACCES ? .permissionDenied : .io,
-                    "cannot give socket \(path) to group \(Self.groupName(group)): \(String(cString: strerror(number))) "
-                        + "(the daemon must run as root or as a member of that group)")
-            }
-            guard chmod(path, 0o660) == 0 else {
-                let number = errno
-                close(fd)
-                unlink(path)
-                throw ControlError.system("set permissions on", path: path, errno: number)
-            }
-        }
-        guard listen(fd, SOMAXCONN) == 0 else {
-            let number = errno
-            close(fd)
-            unlink(path)
-            throw ControlError.system("listen on", path: path, errno: number)
-        }
+        let socket = try ListeningSocket(path: path, group: configuration.socketGroup)
+        let fd = socket.descriptor
         var pipeEnds: [Int32] = [-1, -1]
         guard pipe(&pipeEnds) == 0 else {
             let number = errno
-            close(fd)
-            unlink(path)
+            socket.closeAndRemove()
             throw ControlError.system("create a wake-up descriptor for", path: path, errno: number)
         }
         for end in pipeEnds {
@@ -98,110 +48,16 @@ final class ControlServerCore: Sendable {
         listener = fd
         wakeReader = pipeEnds[0]
         wakeWriter = pipeEnds[1]
-        socketIdentity = (UInt64(info.st_dev), UInt64(info.st_ino))
+        socketIdentity = socket.identity
         let reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
         state.withLock { $0.reserveFD = reserve }
     }
 
     // MARK: - Setup
 
-    /// Creates the socket's own directory with mode 0700 when it is missing (`locationd/` in
-    /// `$XDG_RUNTIME_DIR` or `/run`); the directory above it must exist: a mistyped path creates nothing.
-    ///
-    /// - Returns: The socket's own directory when this call created it, else `nil`.
-    private static func createParentDirectory(of path: String) throws(ControlError) -> String? {
-        try checkPlace(of: path)
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
-        let parent = String(path[..<slash])
-        guard mkdir(parent, 0o700) != 0 else { return parent }
-        let number = errno
-        guard number != EEXIST else { return nil }
-        throw ControlError(
-            number == EACCES || number == EPERM ? .permissionDenied : .io,
-            "cannot create directory \(parent) for socket \(path): \(String(cString: strerror(number)))")
-    }
-
-    /// Refuses, before anything is made, a socket path that names a directory (`DIR/`, `DIR/.`: DIR would be
-    /// created and then found in the socket's place) or whose own directory could not be created because
-    /// the one above it is missing (a mistyped path). `locationd --check-config` asks the same.
+    /// Whether a socket could be made at `path` (see ``ListeningSocket/checkPlace(of:)``).
     package static func checkPlace(of path: String) throws(ControlError) {
-        let last = path.split(separator: "/").last
-        guard !path.hasSuffix("/"), last != ".", last != ".." else {
-            let directory = path.hasSuffix("/") ? String(path.dropLast()) : path
-            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/control.sock")
-        }
-        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
-        let parent = String(path[..<slash])
-        guard access(parent, F_OK) != 0 else { return }
-        let grandparent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "."
-        guard access(grandparent, F_OK) != 0 else { return }
-        throw ControlError(
-            .io,
-            "cannot create directory \(parent) for socket \(path): \(grandparent) does not exist either; locationd creates only the socket's own directory")
-    }
-
-    /// Lets `group` into a socket directory this server created (0750, owned by the group): members must
-    /// be able to reach the socket, and still none of them may write there.
-    private static func shareDirectory(_ directory: String, with group: UInt32, path: String) throws(ControlError) {
-        var info = stat()
-        let alreadyTheGroups = stat(directory, &info) == 0 && info.st_gid == gid_t(group)
-        guard alreadyTheGroups || chown(directory, uid_t.max, gid_t(group)) == 0, chmod(directory, 0o750) == 0 else {
-            let number = errno
-            throw ControlError(
-                number == EPERM || number == EACCES ? .permissionDenied : .io,
-                "cannot give directory \(directory) of socket \(path) to group \(groupName(group)): "
-                    + "\(String(cString: strerror(number))) (the daemon must run as root or as a member of that group)")
-        }
-    }
-
-    /// A group's name and number for messages, such as `locationd (gid 998)`.
-    static func groupName(_ group: UInt32) -> String {
-        let name = getgrgid(gid_t(group)).flatMap { $0.pointee.gr_name.map { String(cString: $0) } }
-        return name.map { "\($0) (gid \(group))" } ?? "gid \(group)"
-    }
-
-    /// Refuses a socket directory that other users may write, unless it is sticky and owned by root or by
-    /// this user (as /tmp is): in such a directory another user could rename the socket away and bind their
-    /// own in its place, and clients would talk to an impostor.
-    private static func checkDirectoryIsPrivate(of path: String) throws(ControlError) {
-        let parent = FilePathText.parent(of: path)
-        var info = stat()
-        guard stat(parent, &info) == 0 else { throw ControlError.system("inspect the directory of", path: path, errno: errno) }
-        let writableByOthers = info.st_mode & (S_IWGRP | S_IWOTH) != 0
-        let sticky = info.st_mode & S_ISVTX != 0
-        let trustedOwner = info.st_uid == 0 || info.st_uid == getuid()
-        guard !writableByOthers || (sticky && trustedOwner) else {
-            throw ControlError(
-                .unsafeDirectory,
-                "the socket directory \(parent) may be written by other users (mode \(String(info.st_mode & 0o7777, radix: 8))), "
-                    + "who could replace the socket with their own; use a directory only its owner can write (chmod 700)")
-        }
-    }
-
-    /// Removes a socket file nobody answers on; refuses to touch a live server's socket or a non-socket file.
-    private static func removeStaleSocket(at path: String) throws(ControlError) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            if errno == ENOENT { return }
-            throw ControlError.system("inspect", path: path, errno: errno)
-        }
-        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
-            throw ControlError(
-                .addressInUse, "\(path) exists and is not a socket; remove it or choose another socket path")
-        }
-        let probe = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
-        defer { close(probe) }
-        let result = try UnixSocket.withAddress(path) { address, length in connect(probe, address, length) }
-        let number = errno
-        if result == 0 || number == EAGAIN || number == EINPROGRESS {
-            throw ControlError(.alreadyListening, "another locationd is listening on \(path)")
-        }
-        guard number == ECONNREFUSED else {
-            throw ControlError.system("probe the existing socket", path: path, errno: number)
-        }
-        guard unlink(path) == 0 || errno == ENOENT else {
-            throw ControlError.system("remove the stale socket", path: path, errno: errno)
-        }
+        try ListeningSocket.checkPlace(of: path)
     }
 
     /// Starts the event loop thread.
@@ -249,13 +105,7 @@ final class ControlServerCore: Sendable {
             }
             state.connections.removeAll()
             state.watcherCount = 0
-            close(listener)
-            var info = stat()
-            if lstat(path, &info) == 0, UInt64(info.st_dev) == socketIdentity.device,
-                UInt64(info.st_ino) == socketIdentity.inode
-            {
-                unlink(path)
-            }
+            ListeningSocket.closeAndRemove(listener, path: path, identity: socketIdentity)
             close(wakeReader)
             close(wakeWriter)
             if state.reserveFD >= 0 { close(state.reserveFD) }

@@ -75,6 +75,8 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var receiverMessages: Int?
     /// locationd's uplinks and how far each has got (`nil` from a daemon without uplinks).
     public var uplinks: [UplinkStatus]?
+    /// locationd's NMEA socket and what its readers got (`nil` from a daemon without one).
+    public var nmeaSocket: NMEASocketStatus?
 
     /// Creates a status report.
     public init(

@@ -130,6 +130,8 @@ extension ServiceConfiguration {
             if case .number(let v) = $1 { $0.controlMaxBufferedOutput = Int(v) }
         },
         ConfigurationKey("control.group", .text) { if case .text(let v) = $1 { $0.controlGroup = v } },
+        ConfigurationKey("nmea.socket", .text) { if case .text(let v) = $1 { $0.nmeaSocketPath = v } },
+        ConfigurationKey("nmea.group", .text) { if case .text(let v) = $1 { $0.nmeaGroup = v } },
         ConfigurationKey("apps.max", .integer(.appCount)) { if case .number(let v) = $1 { $0.maxApps = Int(v) } },
         ConfigurationKey("apps.maxPerUser", .integer(.appCount)) {
             if case .number(let v) = $1 { $0.maxAppsPerUser = Int(v) }

@@ -43,6 +43,12 @@ package struct ServiceConfiguration: Sendable, Hashable {
     /// The group whose members may use the control socket (a name or a number), which then is mode 0660;
     /// `nil` keeps it owner-only (0600). Key `control.group`, default none.
     package var controlGroup: String?
+    /// A Unix socket that streams every fix as NMEA sentences to whoever connects (GeoClue's `nmea-socket`
+    /// source, NMEA tools). Key `nmea.socket`, default none.
+    package var nmeaSocketPath: String?
+    /// The group whose members may read the NMEA socket (GeoClue's user's group), which then is mode 0660;
+    /// `nil` keeps it owner-only (0600). Key `nmea.group`, default none.
+    package var nmeaGroup: String?
     /// Where held fixes are journaled. Key `journal`, default none.
     package var journalPath: String?
     /// Where the fixes go beyond the device: one URL per uplink, each with its own policy and outbox. Key
@@ -247,6 +253,13 @@ package struct ServiceConfiguration: Sendable, Hashable {
         if socketPath.utf8.count > 107 { throw bad("socket path is longer than 107 bytes: \(socketPath)") }
         if journalPath?.isEmpty == true { throw bad("journal path is empty") }
         if controlGroup?.isEmpty == true { throw bad("control group is empty") }
+        if let nmeaSocketPath {
+            if nmeaSocketPath.isEmpty { throw bad("NMEA socket path is empty") }
+            if nmeaSocketPath.utf8.count > 107 { throw bad("NMEA socket path is longer than 107 bytes: \(nmeaSocketPath)") }
+            if nmeaSocketPath == socketPath { throw bad("the NMEA socket and the control socket are the same file: \(nmeaSocketPath)") }
+        }
+        if nmeaGroup?.isEmpty == true { throw bad("NMEA socket group is empty") }
+        if nmeaGroup != nil, nmeaSocketPath == nil { throw bad("an NMEA socket group is given without an NMEA socket (--nmea-socket, nmea.socket)") }
     }
 
     /// The gpsd source configuration these values describe.

@@ -28,6 +28,14 @@ extension DaemonStatus {
         return " (" + parts.joined(separator: "; ") + ")"
     }
 
+    /// The NMEA socket: where it is, its readers, and what they got and missed.
+    static func nmeaLine(_ socket: NMEASocketStatus) -> String {
+        var line = "\(socket.path): \(socket.connections.counted("reader")), \(socket.epochsSent.counted("fix", "fixes")) sent"
+        if socket.epochsMissed > 0 { line += ", \(socket.epochsMissed.counted("fix", "fixes")) missed (a reader behind)" }
+        if socket.refused > 0 { line += ", \(socket.refused.counted("connection")) refused (too many)" }
+        return line
+    }
+
     /// One uplink: where it sends, whether it is connected, and how far its outbox has got.
     static func uplinkLine(_ uplink: UplinkStatus) -> String {
         var line = "\(uplink.name): \(uplink.connected ? "connected" : "not connected"), \(uplink.queued) queued"
@@ -65,6 +73,7 @@ extension DaemonStatus {
         if let receiver {
             let consumers = (apps.map { " for \($0) \($0 == 1 ? "app" : "apps")" } ?? "")
                 + (uplinks.map { $0.isEmpty ? "" : " and \($0.count) \($0.count == 1 ? "uplink" : "uplinks")" } ?? "")
+                + ((nmeaSocket?.connections ?? 0) > 0 ? " and the NMEA socket's readers" : "")
             appRows.append(("receiver", receiver + consumers))
         }
         let rows: [(String, String)] = appRows + [
@@ -80,6 +89,7 @@ extension DaemonStatus {
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),
         ] + (socket.map { [("socket", $0)] } ?? []) + (uplinks ?? []).map { ("uplink", Self.uplinkLine($0)) }
+            + (nmeaSocket.map { [("nmea", Self.nmeaLine($0))] } ?? [])
         // The values come from the daemon: nothing in them may reach the terminal as a control character.
         return rows.map { label, value in
             (label + ":").padding(toLength: 10, withPad: " ", startingAt: 0) + TerminalText.escaped(value)

@@ -48,6 +48,12 @@ struct LocationD: AsyncParsableCommand {
     @Option(name: .customLong("control-group"), help: ArgumentHelp("Give the control socket to this group (a name or number) and make it 0660, so that its members may connect and nobody else may (default: owner-only, 0600).", valueName: "GROUP"))
     var controlGroup: String?
 
+    @Option(name: .customLong("nmea-socket"), help: ArgumentHelp("Stream every fix as NMEA sentences (GGA, GSA, RMC) on this Unix socket, for GeoClue (nmea-socket= in geoclue.conf) and NMEA tools; the receiver runs while a reader is connected. See docs/NMEA.md.", valueName: "PATH"))
+    var nmeaSocket: String?
+
+    @Option(name: .customLong("nmea-group"), help: ArgumentHelp("Give the NMEA socket to this group (a name or number) and make it 0660, so that its members may read it: geoclue for GeoClue (default: owner-only, 0600).", valueName: "GROUP"))
+    var nmeaGroup: String?
+
     @Option(help: ArgumentHelp("Journal held fixes to this file so a crash loses none.", valueName: "PATH"))
     var journal: String?
 
@@ -102,6 +108,8 @@ struct LocationD: AsyncParsableCommand {
             if let socket { settings.socketPath = socket }
             if let journal { settings.journalPath = journal }
             if let controlGroup { settings.controlGroup = controlGroup }
+            if let nmeaSocket { settings.nmeaSocketPath = nmeaSocket }
+            if let nmeaGroup { settings.nmeaGroup = nmeaGroup }
             if !uplink.isEmpty {
                 settings.uplinks = uplink
                 settings.uplinksPlace = "--uplink"
@@ -121,9 +129,15 @@ struct LocationD: AsyncParsableCommand {
             try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
             _ = try ControlGroup.id(settings.controlGroup)
+            _ = try ControlGroup.id(settings.nmeaGroup, for: .nmea)
             // What the start would refuse, refused now: --check-config says so too.
             do throws(ControlError) { try ControlServer.checkPlace(of: settings.socketPath) } catch {
                 throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
+            }
+            if let nmea = settings.nmeaSocketPath {
+                do throws(ControlError) { try ControlServer.checkPlace(of: nmea) } catch {
+                    throw CommandFailure.cannotCreate("cannot listen on the NMEA socket \(nmea): \(error.message)")
+                }
             }
             if let journal = settings.journalPath {
                 do throws(LocationError) { try AppDirectory.checkJournalDirectory(of: journal) } catch {

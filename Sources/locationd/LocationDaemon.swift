@@ -32,6 +32,8 @@ final class LocationDaemon: Service, Sendable {
     /// Held while an app's session is created, so that it is created once.
     private let creating = Locked(())
     private let server: Locked<ControlServer?> = Locked(nil)
+    /// The NMEA socket's consumer, while the daemon runs with one.
+    private let nmea: Locked<NMEAConsumer?> = Locked(nil)
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let startedAt = ContinuousClock.now
@@ -483,12 +485,24 @@ final class LocationDaemon: Service, Sendable {
             throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
         }
         server.withLock { $0 = control }
+        if let path = settings.nmeaSocketPath {
+            do {
+                let consumer = try NMEAConsumer(
+                    path: path, group: try ControlGroup.id(settings.nmeaGroup, for: .nmea), source: receiver.tap(), settings: settings,
+                    logger: logger)
+                nmea.withLock { $0 = consumer }
+            } catch {
+                control.stop()
+                server.withLock { $0 = nil }
+                throw error
+            }
+        }
         logger.info(
             "listening",
             metadata: [
                 "socket": "\(settings.socketPath)", "source": "\(manager.source.name)",
                 "state": "\(application.applicationState.rawValue)", "journal": "\(settings.journalPath ?? "none")",
-                "apps": "\(apps.value.count)",
+                "apps": "\(apps.value.count)", "nmea": "\(settings.nmeaSocketPath ?? "none")",
             ])
         let tapsBefore = receiver.tapCount
         for consumer in uplinks { consumer.start() }
@@ -518,6 +532,7 @@ final class LocationDaemon: Service, Sendable {
         for app in all { app.manager.shutdown() }
         for app in all { await app.manager.waitForPendingDeliveries() }
         for consumer in uplinks { await consumer.stop() }
+        if let consumer = nmea.withLock({ $0 }) { await consumer.stop() }
         receiver.stop()
         control.stop()
         server.withLock { $0 = nil }
@@ -672,6 +687,12 @@ final class LocationDaemon: Service, Sendable {
         status.updating = manager.isUpdatingLocation
         // The uplinks are the daemon's: its own user and root see them (their URLs name hosts and users).
         if !uplinks.isEmpty, viewer == 0 || viewer == geteuid() { status.uplinks = uplinks.map(\.uplink.status) }
+        if let server = nmea.withLock({ $0?.server }), viewer == 0 || viewer == geteuid() {
+            let counts = server.counts
+            status.nmeaSocket = NMEASocketStatus(
+                path: server.path, connections: counts.connections, epochsSent: counts.epochsSent,
+                epochsMissed: counts.epochsMissed, refused: counts.refused)
+        }
         guard viewer == 0 else { return status }
         status.receiver = Self.describe(receiver.mode)
         status.apps = apps.value.count
