@@ -32,6 +32,7 @@ package struct ListeningSocket: Sendable {
             try Self.shareDirectory(createdDirectory, with: group, path: path)
         }
         try Self.checkDirectoryIsPrivate(of: path)
+        if let group { try Self.checkGroupCanReach(path, group: group) }
         try Self.removeStaleSocket(at: path)
 
         let fd = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
@@ -149,6 +150,31 @@ package struct ListeningSocket: Sendable {
     static func groupName(_ group: UInt32) -> String {
         let name = getgrgid(gid_t(group)).flatMap { $0.pointee.gr_name.map { String(cString: $0) } }
         return name.map { "\($0) (gid \(group))" } ?? "gid \(group)"
+    }
+
+    /// Refuses a socket for a group whose members could not reach it: a 0660 socket in a directory they may
+    /// not pass through (the control socket's 0700 directory, a home directory) serves nobody of the group,
+    /// which would otherwise show only as the group's programs failing to connect.
+    static func checkGroupCanReach(_ path: String, group: UInt32) throws(ControlError) {
+        guard let resolved = realpath(FilePathText.parent(of: path), nil) else { return }
+        var directory = String(cString: resolved)
+        free(resolved)
+        while true {
+            var info = stat()
+            if stat(directory, &info) == 0 {
+                let passes = info.st_mode & S_IXOTH != 0 || (info.st_gid == gid_t(group) && info.st_mode & S_IXGRP != 0)
+                guard passes else {
+                    throw ControlError(
+                        .permissionDenied,
+                        "members of group \(groupName(group)) could not reach socket \(path): directory \(directory) "
+                            + "(mode \(String(info.st_mode & 0o7777, radix: 8)), group \(groupName(UInt32(info.st_gid)))) does not let them through; "
+                            + "put the socket in a directory of its own, which locationd creates for the group, inside "
+                            + "directories others may pass through (mode 0711 or 0751)")
+                }
+            }
+            guard directory != "/" else { return }
+            directory = FilePathText.parent(of: directory)
+        }
     }
 
     /// Refuses a socket directory that other users may write, unless it is sticky and owned by root or by

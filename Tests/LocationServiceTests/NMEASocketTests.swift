@@ -182,6 +182,21 @@ struct NMEASocketTests {
         #expect(try daemon.status().nmeaSocket?.connections == 0)
     }
 
+    @Test("a socket for a group in a directory the group may not pass through is refused at start (73), naming the directory")
+    func unreachableForTheGroup() throws {
+        let directory = TemporaryDirectory()
+        mkdir(directory.file("run"), 0o700)
+        let result = try Tool.run(
+            "locationd",
+            ["--replay", try directory.track(count: 10), "--socket", directory.file("run/control.sock"),
+             "--nmea-socket", directory.file("run/nmea.sock"), "--nmea-group", "0"],
+            timeout: 30, in: directory)
+        #expect(result.status == 73, "\(result.stderr)")
+        #expect(result.stderr.contains("could not reach socket \(directory.file("run/nmea.sock"))") && result.stderr.contains("directory \(directory.file("run")) (mode 700"), "\(result.stderr)")
+        #expect(access(directory.file("run/nmea.sock"), F_OK) != 0)
+        #expect(access(directory.file("run/control.sock"), F_OK) != 0, "the control socket is removed again")
+    }
+
     @Test("check-config refuses an NMEA socket in a directory others may write, a missing group and the control socket's path")
     func refusedPlaces() throws {
         let directory = TemporaryDirectory()
