@@ -10,9 +10,9 @@ import LocationCore
 /// HDOP has an empty HDOP field (GeoClue then reads the best accuracy bucket; see docs/NMEA.md).
 ///
 /// ```
-/// $GPGGA,060000.00,5231.200480,N,01324.297240,E,2,09,0.9,34.2,M,44.8,M,,*5C
-/// $GPGSA,A,3,,,,,,,,,,,,,1.6,0.9,1.3*3C
-/// $GPRMC,060000.00,A,5231.200480,N,01324.297240,E,2.72,45.0,281126,,,D*76
+/// $GPGGA,060000.00,5231.200480,N,01324.297240,E,2,09,0.9,34.2,M,44.4,M,,*5D
+/// $GPGSA,A,3,,,,,,,,,,,,,1.6,0.9,1.3*3E
+/// $GPRMC,060000.00,A,5231.200480,N,01324.297240,E,2.72,45.0,010524,,,D*5C
 /// ```
 ///
 /// A location without a valid coordinate writes nothing: GeoClue checks neither the GGA quality nor the RMC

@@ -34,6 +34,12 @@ struct NMEAEpochEncoderTests {
         #expect(text.hasSuffix("\r\n"))
         #expect(!text.replacingOccurrences(of: "\r\n", with: "").contains("\n"))
         let sentences = Self.sentences(location)
+        // The example of docs/NMEA.md, checksums computed apart.
+        #expect(sentences == [
+            "$GPGGA,060000.00,5231.200480,N,01324.297240,E,2,09,0.9,34.2,M,44.4,M,,*5D",
+            "$GPGSA,A,3,,,,,,,,,,,,,1.6,0.9,1.3*3E",
+            "$GPRMC,060000.00,A,5231.200480,N,01324.297240,E,2.72,45.0,010524,,,D*5C",
+        ])
         #expect(sentences.map { String($0.prefix(6)) } == ["$GPGGA", "$GPGSA", "$GPRMC"])
         for sentence in sentences {
             #expect(Self.hasValidChecksum(sentence), "\(sentence)")
