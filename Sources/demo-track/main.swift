@@ -56,7 +56,10 @@ do {
             latitude: latitude, longitude: longitude, altitude: 34 + 2 * sin(angle * 3), horizontalAccuracy: accuracy,
             verticalAccuracy: accuracy * 1.6, speed: speed, course: course,
             timestamp: start.addingTimeInterval(Double(second)), fixMode: .threeDimensional,
-            satellitesUsed: 8 + Int(abs(noise.next()) * 4)))
+            satellitesUsed: 8 + Int(abs(noise.next()) * 4),
+            // An HDOP in keeping with the accuracy, so that the walk as NMEA (whose readers take accuracy from
+            // HDOP) keeps it.
+            hdop: (accuracy / 5 * 10).rounded() / 10))
     }
     try writer.finish()
 } catch {

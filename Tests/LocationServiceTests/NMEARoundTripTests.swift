@@ -50,3 +50,21 @@ struct NMEARoundTripTests {
         #expect(compared == 60)
     }
 }
+
+@Suite("--format nmea of watch and current", .serialized)
+struct NMEAFormatCommandTests {
+    @Test("watch and current --format nmea write sentences only on standard output, the rest on standard error")
+    func watchAndCurrent() throws {
+        let daemon = try RunningDaemon()
+        let watch = try daemon.ctl(["watch", "--format", "nmea", "--count", "3"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let lines = watch.stdout.components(separatedBy: "\r\n")
+        #expect(lines.last == "" && lines.dropLast().count == 9, "\(watch.stdout)")
+        #expect(lines.dropLast().allSatisfy(NMEAReader.isValid))
+        #expect(watch.stderr.contains("── state:"), "the state lines go to standard error: \(watch.stderr)")
+        let current = try daemon.ctl(["current", "--format", "nmea"])
+        #expect(current.status == 0, "\(current.stderr)")
+        let sentences = current.stdout.components(separatedBy: "\r\n").dropLast()
+        #expect(sentences.map { String($0.prefix(6)) } == ["$GPGGA", "$GPGSA", "$GPRMC"] && sentences.allSatisfy(NMEAReader.isValid), "\(current.stdout)")
+    }
+}
