@@ -73,6 +73,19 @@ static inline const char *cgps_error_message(struct gps_data_t *data) {
     return data->error;
 }
 
+/* One satellite of the last SKY (index below satellites_visible and MAXCHANNELS). */
+static inline const struct satellite_t *cgps_satellite(const struct gps_data_t *data, int index) {
+    return &data->skyview[index];
+}
+
+/* The last SKY's time, seconds since 1970; zero when it carried none. */
+static inline int64_t cgps_skyview_time_seconds(const struct gps_data_t *data) {
+    return (int64_t)data->skyview_time.tv_sec;
+}
+static inline int64_t cgps_skyview_time_nanoseconds(const struct gps_data_t *data) {
+    return (int64_t)data->skyview_time.tv_nsec;
+}
+
 /* The `set` mask bits we test, as plain constants (UNION_SET and friends are macros Swift drops). */
 static const uint64_t CGPS_MODE_SET = MODE_SET;
 static const uint64_t CGPS_TIME_SET = TIME_SET;

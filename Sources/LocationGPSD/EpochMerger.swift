@@ -94,7 +94,7 @@ struct EpochMerger: Sendable {
         switch report {
         case .devices, .gpsdError, .other:
             return []
-        case .sky(let used, let visible, let hdop, let vdop, let pdop):
+        case .sky(let used, let visible, let hdop, let vdop, let pdop, _):
             if let used { satellitesUsed = used }
             // A SKY without DOP (some receivers send several per epoch) keeps the last values it had.
             if hdop != nil || vdop != nil || pdop != nil { dilution = (hdop, vdop, pdop) }

@@ -1,3 +1,5 @@
+import LocationCore
+
 /// One message read from gpsd, decoded out of libgps's struct into plain values.
 ///
 /// Every value gpsd did not send is `nil` (libgps stores NaN for it).
@@ -5,10 +7,10 @@ enum GPSDReport: Sendable, Equatable {
     /// A TPV (time-position-velocity) report.
     case fix(GPSDFix)
     /// A SKY report: how many satellites the solution uses and how many are in view, and the dilutions of
-    /// precision, when gpsd said.
+    /// precision, when gpsd said; the sky view itself when the session reads satellites (a sky watch).
     case sky(
         satellitesUsed: Int?, satellitesVisible: Int? = nil, hdop: Double? = nil, vdop: Double? = nil,
-        pdop: Double? = nil)
+        pdop: Double? = nil, view: SkyView? = nil)
     /// The list of receivers gpsd has (the DEVICES message sent after a WATCH).
     case devices(count: Int)
     /// gpsd's answer that it could not do what was asked (such as watching a device it does not have).

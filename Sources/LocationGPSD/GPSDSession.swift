@@ -32,10 +32,14 @@ struct GPSDSession: ~Copyable {
     private let data: UnsafeMutablePointer<gps_data_t>
     private let reader = GPSDLineReader()
     private let endpoint: String
+    /// Whether a SKY's satellites are read into its report (a sky watch); the location stream needs only
+    /// the counts.
+    private let readsSatellites: Bool
 
     /// Connects to gpsd; throws `.sourceUnavailable` with libgps's reason when it cannot.
-    init(host: String, port: Int) throws(LocationError) {
+    init(host: String, port: Int, readsSatellites: Bool = false) throws(LocationError) {
         endpoint = "\(host):\(port)"
+        self.readsSatellites = readsSatellites
         // Zeroed in place: building a 24 KB `gps_data_t()` value would go through the stack.
         let raw = UnsafeMutableRawPointer.allocate(
             byteCount: MemoryLayout<gps_data_t>.size, alignment: MemoryLayout<gps_data_t>.alignment)
@@ -173,7 +177,8 @@ struct GPSDSession: ~Copyable {
             let report = GPSDReport.sky(
                 satellitesUsed: listed && (0...Int(MAXCHANNELS)).contains(used) ? used : nil,
                 satellitesVisible: listed && (0...Int(MAXCHANNELS)).contains(visible) ? visible : nil,
-                hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop"))
+                hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop"),
+                view: readsSatellites && listed ? skyView(count: visible, hdop: dilution(dop.hdop, "hdop"), vdop: dilution(dop.vdop, "vdop"), pdop: dilution(dop.pdop, "pdop")) : nil)
             return .message(report, problem: leftOut.map { problem(.valueLeftOut, "a SKY with " + $0) })
         }
         if set & CGPS_ERROR_SET != 0 {
@@ -184,6 +189,35 @@ struct GPSDSession: ~Copyable {
         }
         return .message(.other, problem: nil)
     }
+
+    /// The satellites of the SKY just decoded, in gpsd's order, with its time and device.
+    private func skyView(count: Int, hdop: Double?, vdop: Double?, pdop: Double?) -> SkyView {
+        var satellites: [Satellite] = []
+        let listed = min(max(0, count), Int(MAXCHANNELS))
+        satellites.reserveCapacity(listed)
+        for index in 0..<listed {
+            let satellite = cgps_satellite(data, Int32(index)).pointee
+            // gpsd numbers systems as u-blox does; svid 0 means it did not say which.
+            let known = satellite.svid != 0
+            satellites.append(Satellite(
+                prn: Int(satellite.PRN),
+                constellation: known ? Self.constellations[Int(satellite.gnssid)] : nil,
+                systemNumber: known ? Int(satellite.svid) : nil,
+                elevation: satellite.elevation, azimuth: satellite.azimuth,
+                // libgps marks an unknown strength with NaN, and older receivers with 0 or -1.
+                signalStrength: satellite.ss > 0 ? satellite.ss : nil,
+                isUsed: satellite.used))
+        }
+        let seconds = cgps_skyview_time_seconds(data)
+        let time = seconds != 0 ? GPSDTime(seconds: seconds, nanoseconds: cgps_skyview_time_nanoseconds(data)).date : nil
+        let device = String(cString: cgps_device_path(data))
+        return SkyView(time: time, source: device.isEmpty ? nil : device, satellites: satellites, hdop: hdop, vdop: vdop, pdop: pdop)
+    }
+
+    /// gpsd's (u-blox's) gnssid numbers.
+    private static let constellations: [Int: Satellite.Constellation] = [
+        0: .gps, 1: .sbas, 2: .galileo, 3: .beidou, 4: .imes, 5: .qzss, 6: .glonass, 7: .navic,
+    ]
 
     /// Turns a decoded TPV into a fix report, reading fields in place (never copying the struct).
     private func decodeTPV(

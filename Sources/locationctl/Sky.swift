@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import LocationCore
+import LocationGPSD
+import LocationService
+import UnixSignals
+
+/// `locationctl sky`: the satellites gpsd's receiver sees, refreshed as gpsd reports them.
+struct Sky: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the satellites in view, as gpsd reports them.",
+        discussion: """
+            Reads gpsd's SKY reports (the configuration's gpsd, default localhost:2947, or --gpsd) and shows \
+            each satellite's number (PRN), system (GP GPS, GL GLONASS, GA Galileo, BD BeiDou, QZ QZSS, SB \
+            SBAS, IR NavIC), elevation, azimuth, signal strength and whether the fix uses it. On a terminal \
+            the view is redrawn in place at each report, as cgps does; otherwise each view is printed after \
+            the last, separated by an empty line. --format json writes one line per view. Ends after --count \
+            views, or on Ctrl-C (exit 0). Exits 69 when gpsd cannot be reached, goes away or sends nothing \
+            for --gpsd-watchdog seconds.
+            """)
+
+    @OptionGroup var gpsdOptions: GPSDOptions
+
+    @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file, for gpsd's address (default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
+    var config: String?
+
+    @Option(name: .customLong("count"), parsing: .unconditional, help: ArgumentHelp("Stop after this many views (\(Watch.countRange)).", valueName: "N"))
+    var countArgument: NumberArgument?
+
+    @Option(help: ReportFormat.help)
+    var format: ReportFormat = .text
+
+    func validate() throws {
+        do { _ = try countArgument?.integer(in: Watch.countRange, for: "--count") } catch { throw ValidationError(error.message) }
+    }
+
+    private enum Outcome: Sendable {
+        case done
+        case failed(CommandFailure)
+        case interrupted(UnixSignal)
+    }
+
+    func run() async throws {
+        try await runReportingFailures {
+            signal(SIGPIPE, SIG_IGN)
+            let count = try countArgument?.integer(in: Watch.countRange, for: "--count")
+            var settings = try await CommandSettings.load(config: config)
+            try gpsdOptions.apply(to: &settings)
+            let redraws = format == .text && isatty(STDOUT_FILENO) == 1
+            let watch = GPSDSkyWatch(configuration: settings.gpsdConfiguration)
+            let interrupts = await Interrupts.install()
+            let format = format
+            let outcome = await withTaskGroup(of: Outcome.self) { group in
+                group.addTask { await Self.show(watch, format: format, redraws: redraws, count: count) }
+                group.addTask {
+                    for await signal in interrupts { return .interrupted(signal) }
+                    return .interrupted(.sigterm)
+                }
+                let first = await group.next() ?? .done
+                group.cancelAll()
+                return first
+            }
+            switch outcome {
+            case .done: break
+            case .failed(let failure): throw failure
+            case .interrupted(let signal): throw CommandFailure.interrupted(by: signal)
+            }
+        }
+    }
+
+    /// Writes each view as it comes, until `count` views, the end of the output, or a failure.
+    private static func show(_ watch: GPSDSkyWatch, format: ReportFormat, redraws: Bool, count: Int?) async -> Outcome {
+        var shown = 0
+        do {
+            for try await view in watch.views() {
+                let text: String
+                switch format {
+                case .json: text = SkyViewText.jsonLine(view) + "\n"
+                case .text:
+                    let lines = SkyViewText.lines(view)
+                    // Home, each line over the last view's (cleared to its end), then clear below: the new view
+                    // replaces the old without a blank screen in between.
+                    text = redraws
+                        ? "\u{1B}[H" + lines.map { $0 + "\u{1B}[K\n" }.joined() + "\u{1B}[J"
+                        : (shown > 0 ? "\n" : "") + lines.joined(separator: "\n") + "\n"
+                }
+                if case .failure(let failure) = SystemIO.writeAll(STDOUT_FILENO, Array(text.utf8)) {
+                    // A reader gone (sky | head) ends quietly; a full disk is an error.
+                    return failure.errno == EPIPE ? .done : .failed(.ioError("cannot write the sky view: \(failure)"))
+                }
+                shown += 1
+                if let count, shown >= count { return .done }
+            }
+            return .failed(.unavailable("gpsd at \(watch.configuration.endpoint) ended the stream"))
+        } catch let error as LocationError {
+            return .failed(error.code == .sourceUnavailable || error.code == .sourceFailed ? .unavailable(error.message) : .from(error))
+        } catch {
+            return .done  // cancelled: a signal ends the command
+        }
+    }
+}

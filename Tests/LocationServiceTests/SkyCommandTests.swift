@@ -1,0 +1,77 @@
+import Foundation
+import GPSDTestSupport
+import LocationCore
+import Testing
+
+@Suite("locationctl sky against a real gpsd", .serialized)
+struct SkyCommandTests {
+    @Test("sky --format json gives the satellites gpsd reports for a real receiver's capture", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
+    func json() throws {
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let directory = TemporaryDirectory()
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        // gpsd's own SKY reports, read by a client of our own beside sky: which satellites a SKY lists depends
+        // on how gpsfake paces the capture, so the oracle is what this gpsd sent, not a file.
+        let observer = try GPSDWatcher(port: gpsd.port)
+        var reports = observer.read(for: .zero)
+        let (process, out, err) = try Tool.start(
+            "locationctl", ["sky", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "json", "--count", "3"], in: directory)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning, ContinuousClock.now < deadline { reports += observer.read(for: .milliseconds(100)) }
+        if process.isRunning {
+            Issue.record("sky did not end within 60 s")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        reports += observer.read(for: .milliseconds(300))
+        #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        let views = try jsonObjects(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(String.init))
+        #expect(views.count == 3)
+        let oracle = reports.filter { $0["class"] as? String == "SKY" }.compactMap { $0["satellites"] as? [[String: Any]] }
+        try #require(!oracle.isEmpty, "gpsd sent no SKY with satellites")
+        for view in views {
+            #expect(view["type"] as? String == "sky")
+            let satellites = try #require(view["satellites"] as? [[String: Any]])
+            #expect(view["satellitesVisible"] as? Int == satellites.count)
+            #expect(view["satellitesUsed"] as? Int == satellites.filter { $0["isUsed"] as? Bool == true }.count)
+            // The same satellites, numbers and positions as one of gpsd's own SKY reports of the capture.
+            let matches = oracle.contains { reported in
+                reported.count == satellites.count && zip(reported, satellites).allSatisfy { gpsd, ours in
+                    let signal = (gpsd["ss"] as? Double).flatMap { $0 > 0 ? $0 : nil }
+                    return gpsd["PRN"] as? Int == ours["prn"] as? Int
+                        && gpsd["el"] as? Double == ours["elevation"] as? Double
+                        && gpsd["az"] as? Double == ours["azimuth"] as? Double
+                        && signal == ours["signalStrength"] as? Double
+                        && gpsd["used"] as? Bool == ours["isUsed"] as? Bool
+                }
+            }
+            #expect(matches, "a view gpsd never reported: \(view)")
+        }
+        #expect(views.contains { ($0["satellites"] as? [[String: Any]])?.contains { $0["constellation"] as? String == "glonass" } == true })
+    }
+
+    @Test("sky as text: a heading with the counts and DOPs, then one line per satellite, used ones first", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
+    func text() throws {
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let directory = TemporaryDirectory()
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        let result = try Tool.run("locationctl", ["sky", "--gpsd", "127.0.0.1:\(gpsd.port)", "--count", "1"], timeout: 60, in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.lines
+        try #require(lines.count >= 3, "\(result.stdout)")
+        #expect(lines[0].contains(" satellites used") && lines[0].contains("HDOP"), "\(lines[0])")
+        #expect(lines[1] == "  PRN  sys   elev   azim  signal  used")
+        let used = lines.dropFirst(2).map { $0.hasSuffix("yes") }
+        #expect(used == used.sorted { $0 && !$1 }, "used satellites first: \(result.stdout)")
+        #expect(!result.stdout.contains("\u{1B}"), "no terminal codes when the output is not a terminal")
+    }
+
+    @Test("sky with no gpsd at the address exits 69 in one line naming it")
+    func unreachable() throws {
+        let directory = TemporaryDirectory()
+        let port = try LoopbackTCP.freePort()
+        let result = try Tool.run("locationctl", ["sky", "--gpsd", "127.0.0.1:\(port)", "--count", "1"], timeout: 30, in: directory)
+        #expect(result.status == 69)
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("127.0.0.1:\(port)"), "\(result.stderr)")
+    }
+}
