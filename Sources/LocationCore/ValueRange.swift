@@ -125,6 +125,8 @@ package struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     package static let requestTimeout = ValueRange(0...86_400, unit: "s")
     /// Seconds a watch may run (about 31.7 years).
     package static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
+    /// A gap in fix time that starts a new GPX segment (`--split-gap`).
+    package static let splitGap = ValueRange(0.001...1_000_000_000, unit: "s")
     /// Seconds of track time: replay gap lengths and lifecycle script times. The widest span GPX times can
     /// have (year 0001 to 9999) is about 3.2 × 10¹¹ s.
     package static let trackTime = ValueRange(0...1_000_000_000_000, unit: "s")

@@ -59,9 +59,19 @@ public final class GPXWriter {
         try self.init(output: .sink(sink), creator: creator, metadataTime: metadataTime)
     }
 
-    private init(output: Output, creator: String, metadataTime: Date?) throws(GPXError) {
+    /// Creates a writer that continues a document whose header (and earlier tracks) are already written,
+    /// handing its output to `sink`: its first point opens a new track, and ``closingTags`` and
+    /// ``finish()`` close that track and the document. For appending to a GPX file whose `</gpx>` the
+    /// caller has cut off.
+    package convenience init(continuingDocument sink: @escaping ([UInt8]) throws -> Void) {
+        // A document's header is what may throw (its time); a continuation writes none.
+        try! self.init(output: .sink(sink), creator: nil, metadataTime: nil)
+    }
+
+    private init(output: Output, creator: String?, metadataTime: Date?) throws(GPXError) {
         self.output = output
         buffer.reserveCapacity(flushThreshold + 1024)
+        guard let creator else { return }
         append("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<gpx version=\"1.1\" creator=\"")
         appendEscaped(creator)
         append(

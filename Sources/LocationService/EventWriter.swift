@@ -48,10 +48,34 @@ package final class EventWriter: Sendable {
     /// The output file, or `nil` for standard output.
     package let path: String?
 
+    /// How a logger's output treats the file and the fixes: what `--append`, `--split-gap` and `--min-move` ask.
+    package struct LogOptions: Sendable, Equatable {
+        /// Add to an existing file instead of replacing it: JSON lines, text and NMEA after what it holds; a
+        /// GPX document continued with a new track in place of its `</gpx>`. The file is locked meanwhile.
+        package var append = false
+        /// GPX: a gap in fix time longer than this starts a new track segment.
+        package var splitGap: Double?
+        /// A fix closer than this many metres to the last one written is not written.
+        package var minimumMove: Double?
+
+        /// Options that change nothing.
+        package init(append: Bool = false, splitGap: Double? = nil, minimumMove: Double? = nil) {
+            self.append = append
+            self.splitGap = splitGap
+            self.minimumMove = minimumMove
+        }
+    }
+
     private struct State {
         var buffer: [UInt8] = []
         var gpx: GPXWriter?
         var locations = 0
+        /// The last location kept, for `minimumMove`.
+        var lastWritten: Location?
+        /// The fix time of the last GPX point written, for `splitGap`.
+        var lastPointTime: Date?
+        /// Locations left out for `minimumMove`.
+        var skipped = 0
         var finished = false
         var failure: Failure?
     }
@@ -68,6 +92,7 @@ package final class EventWriter: Sendable {
     private let keepsDocumentClosed: Bool
     private let stopped = AsyncStream.makeStream(of: Void.self)
     private static let flushThreshold = 1 << 16
+    private let log: LogOptions
 
     /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
     /// if it cannot be opened (a directory, a read-only place, permission).
@@ -75,25 +100,32 @@ package final class EventWriter: Sendable {
     /// With `clearsProgressLine`, each line on standard error first clears the terminal line, where a
     /// progress display (`replay` on a terminal) may stand.
     package init(
-        format: OutputFormat, path: String?, flushEachEvent: Bool, clearsProgressLine: Bool = false, creator: String = "locationctl"
+        format: OutputFormat, path: String?, flushEachEvent: Bool, clearsProgressLine: Bool = false, creator: String = "locationctl",
+        log: LogOptions = LogOptions()
     ) throws(LocationError) {
         self.format = format
         self.path = path
         self.flushEachEvent = flushEachEvent
+        self.log = log
         commentaryPrefix = clearsProgressLine ? "\r\u{1B}[K" : ""
         let output: OutputFile
-        if let path { output = try OutputFile(path: path) } else { output = OutputFile() }
+        if let path {
+            output = try OutputFile(path: path, existing: log.append ? (format == .gpx ? .continueGPX : .append) : .truncate)
+        } else {
+            output = OutputFile()
+        }
         self.output = output
         keepsDocumentClosed = format == .gpx && flushEachEvent && output.isRegularFile
         var initial = State()
         if format == .gpx {
             let lastWrite = lastGPXWrite
+            let sink: ([UInt8]) throws -> Void = { bytes in
+                let result = output.write(bytes)
+                lastWrite.withLock { $0 = result }
+                if result != .written { throw CancellationError() }
+            }
             do throws(GPXError) {
-                initial.gpx = try GPXWriter(creator: creator) { bytes in
-                    let result = output.write(bytes)
-                    lastWrite.withLock { $0 = result }
-                    if result != .written { throw CancellationError() }
-                }
+                initial.gpx = output.continuesDocument ? GPXWriter(continuingDocument: sink) : try GPXWriter(creator: creator, sink: sink)
             } catch {
                 _ = output.close()
                 throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
@@ -166,11 +198,23 @@ package final class EventWriter: Sendable {
     package func write(_ event: LocationEvent, line: [UInt8]? = nil) {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
+            var event = event
+            var line = line
             var locations: [Location] = []
             var isHeld = false
             if case .locations(let delivered, let delivery) = event {
                 locations = delivered
                 if case .held = delivery { isHeld = true }
+                if let minimum = log.minimumMove {
+                    locations = Self.moved(locations, atLeast: minimum, after: &state.lastWritten)
+                    state.skipped += delivered.count - locations.count
+                    // Nothing left to write: not even the batch's line.
+                    if locations.isEmpty { return false }
+                    if locations.count != delivered.count {
+                        event = .locations(locations, delivery)
+                        line = nil
+                    }
+                }
             }
             state.locations += locations.count
             switch format {
@@ -212,7 +256,13 @@ package final class EventWriter: Sendable {
                 }
                 guard !locations.isEmpty else { return state.failure != nil }
                 do throws(GPXError) {
-                    for location in locations { try state.gpx?.write(location) }
+                    for location in locations {
+                        if let gap = log.splitGap, let last = state.lastPointTime, location.timestamp.timeIntervalSince(last) > gap {
+                            try state.gpx?.beginSegment()
+                        }
+                        try state.gpx?.write(location)
+                        state.lastPointTime = location.timestamp
+                    }
                     if flushEachEvent { try state.gpx?.flush() }
                 } catch {
                     state.failure = gpxFailure(error)
@@ -227,6 +277,22 @@ package final class EventWriter: Sendable {
         }
         if stoppedNow { stopped.continuation.yield() }
     }
+
+    /// The locations at least `minimum` metres from the last one kept (starting with `last`, which is
+    /// updated), in order.
+    private static func moved(_ locations: [Location], atLeast minimum: Double, after last: inout Location?) -> [Location] {
+        var kept: [Location] = []
+        kept.reserveCapacity(locations.count)
+        for location in locations {
+            if let previous = last, location.distance(from: previous) < minimum { continue }
+            kept.append(location)
+            last = location
+        }
+        return kept
+    }
+
+    /// How many locations `--min-move` left out.
+    package var skippedCount: Int { withState { $0.skipped } }
 
     /// Writes what is buffered, completes the document, and reports why the output ended early, if it did.
     package func finish() throws(Failure) {

@@ -40,6 +40,8 @@ struct Replay: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "FILE"))
     var output: String?
 
+    @OptionGroup(title: "Logging") var logOptions: LogOutputOptions
+
     @OptionGroup var policyOptions: PolicyOptions
 
     func run() async throws {
@@ -64,10 +66,11 @@ struct Replay: AsyncParsableCommand {
         // possible, in large pieces.
         // A progress line on standard error while the output goes to a terminal or a file, never into a pipe.
         let showsProgress = isatty(STDERR_FILENO) == 1 && (isatty(STDOUT_FILENO) == 1 || output != nil)
+        let log = try logOptions.resolve(output: output)
         do throws(LocationError) {
-            writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast, clearsProgressLine: showsProgress)
+            writer = try EventWriter(format: format, path: output, flushEachEvent: !replayOptions.fast, clearsProgressLine: showsProgress, log: log)
         } catch {
-            throw CommandFailure.cannotCreate(error.message)
+            throw CommandFailure.openingOutput(error)
         }
         let driver = TrackTimeLifecycle(script: script)
         let replay: GPXReplaySource

@@ -54,6 +54,8 @@ struct Watch: AsyncParsableCommand {
 
     @OptionGroup var policyOptions: PolicyOptions
 
+    @OptionGroup(title: "Logging") var logOptions: LogOutputOptions
+
     func validate() throws {
         if let app {
             if gpsdOptions.isSet { throw ValidationError("--app watches an app in locationd; it cannot be combined with gpsd options") }
@@ -74,8 +76,9 @@ struct Watch: AsyncParsableCommand {
         try await runReportingFailures {
             signal(SIGPIPE, SIG_IGN)
             let writer: EventWriter
-            do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true) } catch {
-                throw CommandFailure.cannotCreate(error.message)
+            let log = try logOptions.resolve(output: output)
+            do throws(LocationError) { writer = try EventWriter(format: format, path: output, flushEachEvent: true, log: log) } catch {
+                throw CommandFailure.openingOutput(error)
             }
             // As `current` does: with no --socket and nothing that asks for gpsd itself (a gpsd flag, the
             // reduced policy of a local manager), a daemon that answers on the default sockets is watched.

@@ -1,0 +1,168 @@
+import Foundation
+import LocationCore
+import LocationGPX
+import LocationTesting
+import Testing
+
+/// What a logger that runs for months needs of `watch` and `replay`: `--append`, `--split-gap`, `--min-move`.
+@Suite("a logger's output: append, split gaps, minimum moves", .serialized)
+struct LoggerOutputTests {
+    /// The number of `<trk>` and `<trkseg>` elements of a GPX file.
+    static func structure(_ path: String) throws -> (tracks: Int, segments: Int) {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return (text.components(separatedBy: "<trk>").count - 1, text.components(separatedBy: "<trkseg>").count - 1)
+    }
+
+    @Test("--append continues a GPX document with a new track and JSON lines after what the file holds")
+    func appendContinues() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 50)
+        let gpx = directory.file("log.gpx")
+        let json = directory.file("log.jsonl")
+        for round in 1...3 {
+            let first = round == 1 ? [] : ["--append"]
+            let a = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", gpx] + first, in: directory)
+            #expect(a.status == 0, "\(a.stderr)")
+            let b = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--output", json] + first, in: directory)
+            #expect(b.status == 0, "\(b.stderr)")
+        }
+        let points = try GPXReader.readLocations(contentsOf: gpx, kinds: [.trackPoint])
+        #expect(points.count == 150)
+        #expect(try Self.structure(gpx) == (3, 3))
+        let text = try String(contentsOfFile: gpx, encoding: .utf8)
+        #expect(text.components(separatedBy: "<?xml").count == 2 && text.components(separatedBy: "</gpx>").count == 2)
+        let lines = try String(contentsOfFile: json, encoding: .utf8).split(separator: "\n")
+        #expect(lines.filter { $0.contains(#""type":"location""#) }.count == 150)
+        var info = stat()
+        #expect(stat(gpx, &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    @Test("--append to an empty file starts a document; to a file that is not a whole GPX document it is exit 65 and the file is untouched")
+    func appendRefusesWhatItCannotContinue() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let empty = directory.file("empty.gpx")
+        FileManager.default.createFile(atPath: empty, contents: Data())
+        let started = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", empty, "--append"], in: directory)
+        #expect(started.status == 0)
+        #expect(try GPXReader.readLocations(contentsOf: empty, kinds: [.trackPoint]).count == 5)
+
+        let full = try String(contentsOfFile: empty, encoding: .utf8)
+        let cases = [
+            ("cut.gpx", String(full.dropLast(10))),  // cut short, as a writer killed mid-write of another program leaves it
+            ("notes.txt", "hello\n"),
+            ("trailing.gpx", full + "<!-- more -->\n"),
+        ]
+        for (name, content) in cases {
+            let path = directory.file(name)
+            try content.write(toFile: path, atomically: false, encoding: .utf8)
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
+            #expect(result.status == 65, "\(name): \(result.stderr)")
+            #expect(result.stderr.contains("does not end with </gpx>") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == content, "\(name) was changed")
+        }
+        // Whitespace after </gpx> is fine; what follows it is replaced.
+        let spaced = directory.file("spaced.gpx")
+        try (full + "\n\n  \n").write(toFile: spaced, atomically: false, encoding: .utf8)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", spaced, "--append"], in: directory)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try GPXReader.readLocations(contentsOf: spaced, kinds: [.trackPoint]).count == 10)
+    }
+
+    @Test("--append without a file, GPX --append to a FIFO, --split-gap 0, --min-move -1 or nan: exit 64, one line each")
+    func badLoggerArguments() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let fifo = directory.file("pipe")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // A reader on the FIFO (opened without waiting for a writer), so that opening it for writing does not wait.
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        defer { close(reader) }
+        let cases: [[String]] = [
+            ["--format", "json", "--append"],
+            ["--format", "gpx", "--output", fifo, "--append"],
+            ["--format", "gpx", "--split-gap", "0"],
+            ["--format", "gpx", "--split-gap", "nan"],
+            ["--format", "json", "--min-move", "-1"],
+            ["--format", "json", "--min-move", "inf"],
+        ]
+        for arguments in cases {
+            let result = try Tool.run("locationctl", ["replay", track, "--fast"] + arguments, timeout: 20, in: directory)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("--split-gap starts a new segment after a gap in fix time; --min-move drops fixes closer than that to the last written")
+    func splitGapAndMinimumMove() throws {
+        let directory = TemporaryDirectory()
+        // Ten fixes a second apart, a 5-minute gap, ten more.
+        var fixes = LocationFixtures.walk(count: 10)
+        fixes += LocationFixtures.walk(count: 10, from: 310)
+        let track = directory.file("gap.gpx")
+        let writer = try GPXWriter(path: track)
+        try writer.write(contentsOf: fixes)
+        try writer.finish()
+        let output = directory.file("out.gpx")
+        let split = try Tool.run(
+            "locationctl", ["replay", track, "--fast", "--max-gap", "1000", "--format", "gpx", "--output", output, "--split-gap", "60"], in: directory)
+        #expect(split.status == 0, "\(split.stderr)")
+        #expect(try Self.structure(output) == (1, 2))
+        #expect(try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint]).count == 20)
+
+        // The walk moves about 1.4 m a fix: at least 5 m keeps about every fourth.
+        let moved = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--min-move", "5"], in: directory)
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let kept = try jsonObjects(moved.lines).filter { $0["type"] as? String == "location" }.compactMap { object -> Location? in
+            guard let latitude = object["latitude"] as? Double, let longitude = object["longitude"] as? Double else { return nil }
+            return Location(latitude: latitude, longitude: longitude, timestamp: Date())
+        }
+        #expect(kept.count >= 3 && kept.count < 12, "\(kept.count) kept")
+        for (previous, next) in zip(kept, kept.dropFirst()) { #expect(next.distance(from: previous) >= 5) }
+    }
+
+    @Test("a GPX logger killed with -9 and started again with --append leaves one valid document holding both runs")
+    func killedAndRestarted() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try RunningDaemon(directory: directory)
+        let output = directory.file("log.gpx")
+        var total = 0
+        for _ in 1...2 {
+            let (process, _, err) = try Tool.start(
+                "locationctl", ["watch", "--socket", daemon.socket, "--format", "gpx", "--output", output, "--append"], in: directory)
+            var points = 0
+            let deadline = Date().addingTimeInterval(30)
+            while points < total + 5, Date() < deadline, process.isRunning {
+                usleep(50_000)
+                points = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").components(separatedBy: "</trkpt>").count - 1
+            }
+            #expect(process.isRunning, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let after = try GPXReader.readLocations(contentsOf: output, kinds: [.trackPoint])
+            #expect(after.count >= total + 5, "every point written is in a valid document")
+            total = after.count
+        }
+        #expect(try Self.structure(output).tracks == 2)
+    }
+
+    @Test("two loggers appending to one file: the second exits 73 saying another program is writing it")
+    func oneWriterAtATime() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try RunningDaemon(directory: directory)
+        let output = directory.file("log.jsonl")
+        let (first, _, _) = try Tool.start(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json", "--output", output, "--append"], in: directory)
+        defer {
+            first.terminate()
+            first.waitUntilExit()
+        }
+        #expect(eventually { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains(#""type":"location""#) })
+        let second = try Tool.run(
+            "locationctl", ["watch", "--socket", daemon.socket, "--format", "json", "--output", output, "--append", "--count", "1"],
+            timeout: 20, in: directory)
+        #expect(second.status == 73, "\(second.stderr)")
+        #expect(second.stderr.contains("another program is writing it"), "\(second.stderr)")
+        #expect(first.isRunning)
+    }
+}
