@@ -42,8 +42,8 @@ package final class ControlServer: Sendable {
     package typealias Handler = @Sendable (ControlRequest, ControlConnection) async -> ControlReply
 
     /// Whether a socket could be made at `path` (see `ControlServerCore.checkPlace(of:)`), without making it.
-    package static func checkPlace(of path: String) throws(ControlError) {
-        try ControlServerCore.checkPlace(of: path)
+    package static func checkPlace(of path: String, group: UInt32? = nil, trustedDirectoryOnly: Bool = false) throws(ControlError) {
+        try ListeningSocket.checkPlace(of: path, group: group, trustedDirectoryOnly: trustedDirectoryOnly)
     }
 
     private let core: ControlServerCore

@@ -55,11 +55,6 @@ final class ControlServerCore: Sendable {
 
     // MARK: - Setup
 
-    /// Whether a socket could be made at `path` (see ``ListeningSocket/checkPlace(of:)``).
-    package static func checkPlace(of path: String) throws(ControlError) {
-        try ListeningSocket.checkPlace(of: path)
-    }
-
     /// Starts the event loop thread.
     func start() throws(ControlError) {
         let retained = Unmanaged.passRetained(self)

@@ -22,18 +22,34 @@ package struct ListeningSocket: Sendable {
 
     /// Makes the socket and listens.
     ///
+    /// With `trustedDirectoryOnly` the socket's directory must be owned by root or this user and be
+    /// writable by nobody else, sticky or not: for a socket whose readers cannot tell an impostor (GeoClue
+    /// takes whatever the NMEA socket says), /tmp is no place.
+    ///
     /// - Throws: ``ControlError`` naming the path and the reason: `path-too-long`, `permission-denied`,
     ///   `unsafe-directory`, `already-listening`, `address-in-use` (a non-socket file is in the way), or `io`.
-    package init(path: String, group: UInt32?) throws(ControlError) {
+    package init(path: String, group: UInt32?, trustedDirectoryOnly: Bool = false) throws(ControlError) {
         self.path = path
         try UnixSocket.withAddress(path) { _, _ in }
         let createdDirectory = try Self.createParentDirectory(of: path)
-        if let group = group, let createdDirectory {
-            try Self.shareDirectory(createdDirectory, with: group, path: path)
+        do throws(ControlError) {
+            if let group {
+                if let createdDirectory {
+                    try Self.shareDirectory(createdDirectory, with: group, path: path)
+                } else if let own = Self.ownDirectory(of: path), !Self.lets(group, through: own.info) {
+                    // The socket's own directory from an earlier run without the group (or one that failed):
+                    // it holds nothing else, so it is given to the group as a new one would be.
+                    try Self.shareDirectory(own.path, with: group, path: path)
+                }
+            }
+            try Self.checkDirectoryIsPrivate(of: path, strictly: trustedDirectoryOnly)
+            if let group { try Self.checkGroupCanReach(path, group: group) }
+            try Self.removeStaleSocket(at: path)
+        } catch {
+            // A directory made for a socket that was never made goes again.
+            if let createdDirectory { rmdir(createdDirectory) }
+            throw error
         }
-        try Self.checkDirectoryIsPrivate(of: path)
-        if let group { try Self.checkGroupCanReach(path, group: group) }
-        try Self.removeStaleSocket(at: path)
 
         let fd = try UnixSocket.makeStreamSocket(nonBlocking: true, path: path)
         // The file bind creates takes its mode from the socket inode: make it owner-only before it exists.
@@ -115,21 +131,48 @@ package struct ListeningSocket: Sendable {
     /// Refuses, before anything is made, a socket path that names a directory (`DIR/`, `DIR/.`: DIR would be
     /// created and then found in the socket's place), whose own directory could not be created because
     /// the one above it is missing (a mistyped path), or whose directory exists and others may write. `locationd --check-config` asks the same.
-    package static func checkPlace(of path: String) throws(ControlError) {
+    package static func checkPlace(of path: String, group: UInt32? = nil, trustedDirectoryOnly: Bool = false) throws(ControlError) {
         let last = path.split(separator: "/").last
         guard !path.hasSuffix("/"), last != ".", last != ".." else {
             let directory = path.hasSuffix("/") ? String(path.dropLast()) : path
-            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/control.sock")
+            throw ControlError(.io, "\(path) names a directory; a socket path ends in a file name, such as \(directory)/locationd.sock")
+        }
+        var existing = stat()
+        if lstat(path, &existing) == 0, existing.st_mode & S_IFMT != S_IFSOCK {
+            throw ControlError(.addressInUse, "\(path) exists and is not a socket; remove it or choose another socket path")
+        }
+        if let group, geteuid() != 0, !isMember(of: group) {
+            throw ControlError(
+                .permissionDenied,
+                "cannot give socket \(path) to group \(groupName(group)): this user is not a member of it (the daemon must run as root or as a member of that group)")
         }
         guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
         let parent = String(path[..<slash])
-        // An existing directory must be private already: the start would refuse it.
-        guard access(parent, F_OK) != 0 else { return try checkDirectoryIsPrivate(of: path) }
+        // An existing directory must be fit already: the start would refuse it.
+        if access(parent, F_OK) == 0 {
+            try checkDirectoryIsPrivate(of: path, strictly: trustedDirectoryOnly)
+            // The socket's own directory is given to the group at start; any other must let it through.
+            if let group, ownDirectory(of: path) == nil { try checkGroupCanReach(path, group: group) }
+            return
+        }
         let grandparent = parent.lastIndex(of: "/").map { $0 == parent.startIndex ? "/" : String(parent[..<$0]) } ?? "."
-        guard access(grandparent, F_OK) != 0 else { return }
+        guard access(grandparent, F_OK) != 0 else {
+            if let group { try checkGroupCanReach(parent, group: group) }
+            return
+        }
         throw ControlError(
             .io,
             "cannot create directory \(parent) for socket \(path): \(grandparent) does not exist either; locationd creates only the socket's own directory")
+    }
+
+    /// Whether this process belongs to `group` (its effective group or a supplementary one).
+    static func isMember(of group: UInt32) -> Bool {
+        if getegid() == gid_t(group) { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let filled = getgroups(count, &groups)
+        return filled > 0 && groups.prefix(Int(filled)).contains(gid_t(group))
     }
 
     /// Lets `group` into a socket directory this server created (0750, owned by the group): members must
@@ -152,6 +195,31 @@ package struct ListeningSocket: Sendable {
         return name.map { "\($0) (gid \(group))" } ?? "gid \(group)"
     }
 
+    /// Whether members of `group` may pass through a directory: its group's bits when it is the group's
+    /// (even when others may pass: the kernel takes the group's bits for members), else the others' bits.
+    static func lets(_ group: UInt32, through info: stat) -> Bool {
+        info.st_gid == gid_t(group) ? info.st_mode & S_IXGRP != 0 : info.st_mode & S_IXOTH != 0
+    }
+
+    /// The socket's directory, when it is its own: owned by this user and holding nothing but the socket
+    /// (or nothing at all).
+    static func ownDirectory(of path: String) -> (path: String, info: stat)? {
+        let parent = FilePathText.parent(of: path)
+        let name = String(path.split(separator: "/").last ?? "")
+        var info = stat()
+        guard lstat(parent, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
+            let directory = opendir(parent)
+        else { return nil }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if entryName != ".", entryName != "..", entryName != name { return nil }
+        }
+        return (parent, info)
+    }
+
     /// Refuses a socket for a group whose members could not reach it: a 0660 socket in a directory they may
     /// not pass through (the control socket's 0700 directory, a home directory) serves nobody of the group,
     /// which would otherwise show only as the group's programs failing to connect.
@@ -162,8 +230,7 @@ package struct ListeningSocket: Sendable {
         while true {
             var info = stat()
             if stat(directory, &info) == 0 {
-                let passes = info.st_mode & S_IXOTH != 0 || (info.st_gid == gid_t(group) && info.st_mode & S_IXGRP != 0)
-                guard passes else {
+                guard lets(group, through: info) else {
                     throw ControlError(
                         .permissionDenied,
                         "members of group \(groupName(group)) could not reach socket \(path): directory \(directory) "
@@ -180,13 +247,23 @@ package struct ListeningSocket: Sendable {
     /// Refuses a socket directory that other users may write, unless it is sticky and owned by root or by
     /// this user (as /tmp is): in such a directory another user could rename the socket away and bind their
     /// own in its place, and clients would talk to an impostor.
-    private static func checkDirectoryIsPrivate(of path: String) throws(ControlError) {
+    static func checkDirectoryIsPrivate(of path: String, strictly: Bool = false) throws(ControlError) {
         let parent = FilePathText.parent(of: path)
         var info = stat()
         guard stat(parent, &info) == 0 else { throw ControlError.system("inspect the directory of", path: path, errno: errno) }
         let writableByOthers = info.st_mode & (S_IWGRP | S_IWOTH) != 0
         let sticky = info.st_mode & S_ISVTX != 0
-        let trustedOwner = info.st_uid == 0 || info.st_uid == getuid()
+        let trustedOwner = info.st_uid == 0 || info.st_uid == getuid() || info.st_uid == geteuid()
+        if strictly {
+            guard trustedOwner, !writableByOthers else {
+                throw ControlError(
+                    .unsafeDirectory,
+                    "the socket directory \(parent) (mode \(String(info.st_mode & 0o7777, radix: 8)), owner uid \(info.st_uid)) may be changed by "
+                        + "someone other than root and this user, who could put a socket of their own in its place, and its readers "
+                        + "would believe it; use a directory of this user's that only it can write, such as /run/locationd/nmea")
+            }
+            return
+        }
         guard !writableByOthers || (sticky && trustedOwner) else {
             throw ControlError(
                 .unsafeDirectory,

@@ -49,7 +49,9 @@ package enum NMEAEpochEncoder {
 
         var rmc = "GPRMC,\(time.clock),A,\(latitude),\(longitude),"
         rmc += number(location.speed.map { $0 * knotsPerMetrePerSecond }, digits: 2, range: 0...99_999) + ","
-        rmc += number(location.course, digits: 1, range: 0...360) + ","
+        // 359.96° rounds to 360.0, which the field (0 to 359.9) does not hold: it is 0.0.
+        let course = location.course.flatMap { (0...360).contains($0) ? (($0 * 10).rounded() / 10).truncatingRemainder(dividingBy: 360) : nil }
+        rmc += number(course, digits: 1, range: 0...360) + ","
         rmc += "\(time.date),,,\(rmcMode(location))"
         appendSentence(rmc, to: &bytes)
         return true
@@ -103,7 +105,9 @@ package enum NMEAEpochEncoder {
     /// A value with `digits` decimals, or an empty field when it is unknown, not finite or outside `range`.
     static func number(_ value: Double?, digits: Int, range: ClosedRange<Double>) -> String {
         guard let value, value.isFinite, range.contains(value) else { return "" }
-        return String(format: "%.\(digits)f", value)
+        let text = String(format: "%.\(digits)f", value)
+        // -0.04 written with one decimal is "-0.0": zero has no sign.
+        return text.hasPrefix("-") && text.allSatisfy({ $0 == "-" || $0 == "0" || $0 == "." }) ? String(text.dropFirst()) : text
     }
 
     /// GGA's fix quality: 1 GPS, 2 DGPS, 3 PPS, 4 RTK fixed, 5 RTK float, 6 dead reckoning, 8 simulation. A

@@ -256,7 +256,12 @@ package struct ServiceConfiguration: Sendable, Hashable {
         if let nmeaSocketPath {
             if nmeaSocketPath.isEmpty { throw bad("NMEA socket path is empty") }
             if nmeaSocketPath.utf8.count > 107 { throw bad("NMEA socket path is longer than 107 bytes: \(nmeaSocketPath)") }
-            if nmeaSocketPath == socketPath { throw bad("the NMEA socket and the control socket are the same file: \(nmeaSocketPath)") }
+            // GeoClue and the others are given the path in their own configuration: it must not depend on
+            // the directory locationd was started in.
+            if !nmeaSocketPath.hasPrefix("/") { throw bad("NMEA socket path \(nmeaSocketPath) is relative; give an absolute path, such as /run/locationd/nmea/nmea.sock") }
+            if FilePathText.sameFile(nmeaSocketPath, socketPath) {
+                throw bad("the NMEA socket \(nmeaSocketPath) and the control socket \(socketPath) are the same file")
+            }
         }
         if nmeaGroup?.isEmpty == true { throw bad("NMEA socket group is empty") }
         if nmeaGroup != nil, nmeaSocketPath == nil { throw bad("an NMEA socket group is given without an NMEA socket (--nmea-socket, nmea.socket)") }

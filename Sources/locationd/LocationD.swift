@@ -128,14 +128,14 @@ struct LocationD: AsyncParsableCommand {
             }
             try gpsdOptions.apply(to: &settings)
             do throws(LocationError) { try settings.validate() } catch { throw CommandFailure.usage(error.message) }
-            _ = try ControlGroup.id(settings.controlGroup)
-            _ = try ControlGroup.id(settings.nmeaGroup, for: .nmea)
+            let controlGroup = try ControlGroup.id(settings.controlGroup)
+            let nmeaGroup = try ControlGroup.id(settings.nmeaGroup, for: .nmea)
             // What the start would refuse, refused now: --check-config says so too.
-            do throws(ControlError) { try ControlServer.checkPlace(of: settings.socketPath) } catch {
+            do throws(ControlError) { try ControlServer.checkPlace(of: settings.socketPath, group: controlGroup) } catch {
                 throw CommandFailure.cannotCreate("cannot listen on \(settings.socketPath): \(error.message)")
             }
             if let nmea = settings.nmeaSocketPath {
-                do throws(ControlError) { try ControlServer.checkPlace(of: nmea) } catch {
+                do throws(ControlError) { try ControlServer.checkPlace(of: nmea, group: nmeaGroup, trustedDirectoryOnly: true) } catch {
                     throw CommandFailure.cannotCreate("cannot listen on the NMEA socket \(nmea): \(error.message)")
                 }
             }

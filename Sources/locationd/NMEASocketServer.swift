@@ -70,7 +70,7 @@ final class NMEASocketServer: Sendable {
         self.maxBuffered = maxBuffered
         self.logger = logger
         self.onConnectionCount = onConnectionCount
-        socket = try ListeningSocket(path: path, group: group)
+        socket = try ListeningSocket(path: path, group: group, trustedDirectoryOnly: true)
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
             let number = errno
@@ -179,10 +179,12 @@ final class NMEASocketServer: Sendable {
             if descriptors[1].revents != 0 {
                 while read(wakeReader, &scratch, scratch.count) > 0 {}
             }
-            if descriptors[0].revents & Int16(POLLIN) != 0 { acceptConnections() }
+            // Connections first, while their descriptors are still the ones polled: accepting may close
+            // hung-up ones and hand their numbers to new connections.
             for descriptor in descriptors.dropFirst(2) {
                 service(descriptor.fd, events: descriptor.revents, scratch: &scratch)
             }
+            if descriptors[0].revents & Int16(POLLIN) != 0 { acceptConnections() }
             let count = state.withLock { $0.connections.count }
             if count != reportedCount {
                 reportedCount = count
@@ -214,6 +216,10 @@ final class NMEASocketServer: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let refusedCount = state.withLock { state -> Int? in
+                // At the limit, connections whose reader has gone (and the loop has not seen yet) give
+                // their places first: a client that connects and hangs up in a loop must not crowd
+                // readers out.
+                if state.connections.count >= maxConnections { Self.dropHungUp(&state) }
                 guard state.connections.count < maxConnections else {
                     state.counts.refused += 1
                     return state.counts.refused
@@ -232,6 +238,17 @@ final class NMEASocketServer: Sendable {
                 }
             }
         }
+    }
+
+    /// Closes the connections whose reader hung up or failed.
+    private static func dropHungUp(_ state: inout State) {
+        for fd in Array(state.connections.keys) {
+            var descriptor = pollfd(fd: fd, events: 0, revents: 0)
+            guard poll(&descriptor, 1, 0) > 0, descriptor.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 else { continue }
+            state.connections[fd] = nil
+            close(fd)
+        }
+        state.counts.connections = state.connections.count
     }
 
     /// Reads and drops what a reader sends, writes what waits for it, and closes it when it has gone: hung

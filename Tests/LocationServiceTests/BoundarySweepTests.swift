@@ -121,7 +121,7 @@ struct BoundarySweepTests {
         let onePoint = try directory.track("one.gpx", count: 1)
         let options = try Self.declaredOptions(of: "locationctl", in: directory) + Self.declaredOptions(of: "locationd", in: directory)
         // Every subcommand and the daemon have options; the numbers are the ones this sweep exists for.
-        #expect(Set(options.map { $0.subcommand ?? $0.executable }) == ["replay", "watch", "current", "state", "status", "plot", "locationd"])
+        #expect(Set(options.map { $0.subcommand ?? $0.executable }) == ["replay", "watch", "current", "sky", "state", "status", "plot", "locationd"])
         #expect(options.filter(\.isNumber).count >= 20, "\(options.filter(\.isNumber))")
         for option in options {
             for value in Self.values(forNumber: option.isNumber) {

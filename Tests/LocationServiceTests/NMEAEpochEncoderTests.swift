@@ -136,4 +136,14 @@ struct NMEAEpochEncoderTests {
         let rmc = Self.fields(sentences[2])
         #expect(rmc[7] == "" && rmc[8] == "")
     }
+
+    @Test("a course that rounds to 360.0 is 0.0, and a value that rounds to zero has no sign")
+    func roundedEdges() throws {
+        var location = Location(latitude: 1, longitude: 1, altitude: -0.04, ellipsoidalAltitude: 0, timestamp: Date(timeIntervalSince1970: 0))
+        location.course = 359.96
+        let sentences = Self.sentences(location)
+        let gga = Self.fields(sentences[0])
+        #expect(gga[9] == "0.0" && gga[11] == "0.0", "\(sentences[0])")
+        #expect(Self.fields(sentences[1])[8] == "0.0", "\(sentences[1])")
+    }
 }

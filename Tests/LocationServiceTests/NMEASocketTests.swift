@@ -197,7 +197,7 @@ struct NMEASocketTests {
         #expect(access(directory.file("run/control.sock"), F_OK) != 0, "the control socket is removed again")
     }
 
-    @Test("check-config refuses an NMEA socket in a directory others may write, a missing group and the control socket's path")
+    @Test("check-config refuses what the start would: a directory others may write, a missing group, the control socket under any spelling, a relative path, a file in the way, /tmp, a directory the group cannot pass")
     func refusedPlaces() throws {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 10)
@@ -206,7 +206,7 @@ struct NMEASocketTests {
         chmod(open, 0o777)
         let base = ["--replay", track, "--socket", directory.file("run/control.sock"), "--check-config"]
         let unsafe = try Tool.run("locationd", base + ["--nmea-socket", open + "/nmea.sock"], in: directory)
-        #expect(unsafe.status == 73 && unsafe.stderr.contains("may be written by other users"), "\(unsafe.stderr)")
+        #expect(unsafe.status == 73 && unsafe.stderr.contains("may be changed by someone other than root"), "\(unsafe.stderr)")
         let group = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/nmea.sock"), "--nmea-group", "no-such-group-here"], in: directory)
         #expect(group.status == 64 && group.stderr.contains("NMEA socket group 'no-such-group-here'") && group.stderr.contains("--nmea-group"), "\(group.stderr)")
         let same = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/control.sock")], in: directory)
@@ -215,5 +215,78 @@ struct NMEASocketTests {
         #expect(orphanGroup.status == 64 && orphanGroup.stderr.contains("without an NMEA socket"), "\(orphanGroup.stderr)")
         let valid = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/nmea.sock"), "--nmea-group", "0"], in: directory)
         #expect(valid.status == 0, "\(valid.stderr)")
+
+        // What the start would refuse, check-config refuses: the control socket under another spelling, a
+        // relative path, a file in the way, /tmp (sticky, but anyone may put a socket there, and GeoClue
+        // would believe it), and a directory the group may not pass.
+        mkdir(directory.file("run"), 0o700)
+        let spelled = try Tool.run("locationd", base + ["--nmea-socket", directory.path + "//run/./../run/control.sock"], in: directory)
+        #expect(spelled.status == 64 && spelled.stderr.contains("the same file"), "\(spelled.stderr)")
+        let relative = try Tool.run("locationd", base + ["--nmea-socket", "nmea.sock"], in: directory)
+        #expect(relative.status == 64 && relative.stderr.contains("is relative"), "\(relative.stderr)")
+        FileManager.default.createFile(atPath: directory.file("run/file"), contents: Data("keep".utf8))
+        let inTheWay = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/file")], in: directory)
+        #expect(inTheWay.status == 73 && inTheWay.stderr.contains("exists and is not a socket"), "\(inTheWay.stderr)")
+        #expect(try String(contentsOfFile: directory.file("run/file"), encoding: .utf8) == "keep")
+        let tmp = try Tool.run("locationd", base + ["--nmea-socket", "/tmp/locationd-check-\(getpid()).sock"], in: directory)
+        #expect(tmp.status == 73 && tmp.stderr.contains("may be changed by someone other than root"), "\(tmp.stderr)")
+        let unreachable = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/nmea.sock"), "--nmea-group", "0"], in: directory)
+        #expect(unreachable.status == 73 && unreachable.stderr.contains("could not reach socket"), "\(unreachable.stderr)")
+    }
+
+    @Test("a directory of the group that lets others through but not the group (0705) is refused: the kernel takes the group's bits for members")
+    func groupBitsDecide() throws {
+        let directory = TemporaryDirectory()
+        let shared = directory.file("shared")
+        mkdir(shared, 0o705)
+        chmod(shared, 0o705)
+        chown(shared, 0, 65534)
+        let result = try Tool.run(
+            "locationd",
+            ["--replay", try directory.track(count: 10), "--socket", directory.file("run/control.sock"),
+             "--nmea-socket", shared + "/nmea/nmea.sock", "--nmea-group", "65534", "--check-config"],
+            timeout: 30, in: directory)
+        #expect(result.status == 73 && result.stderr.contains("directory \(shared) (mode 705"), "\(result.stderr)")
+    }
+
+    @Test("the socket's own directory, made owner-only by a run without a group, is given to the group by the next run with one")
+    func ownDirectoryAdopted() throws {
+        let directory = TemporaryDirectory()
+        mkdir(directory.file("run"), 0o711)
+        let path = directory.file("run/nmea/nmea.sock")
+        do {
+            let first = try RunningDaemon(directory: directory, extra: ["--nmea-socket", path])
+            var info = stat()
+            #expect(stat(directory.file("run/nmea"), &info) == 0 && info.st_mode & 0o777 == 0o700)
+            #expect(first.stop() == 0)
+        }
+        let second = try RunningDaemon(directory: directory, extra: ["--nmea-socket", path, "--nmea-group", "65534"])
+        var info = stat()
+        #expect(stat(directory.file("run/nmea"), &info) == 0 && info.st_mode & 0o777 == 0o750 && info.st_gid == 65534)
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o660 && info.st_gid == 65534)
+        #expect(second.stop() == 0)
+    }
+
+    @Test("a client that connects and hangs up in a loop does not crowd out readers")
+    func connectionStorm() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("run/nmea.sock")
+        let daemon = try RunningDaemon(directory: directory, extra: ["--nmea-socket", path])
+        let stop = Locked(false)
+        let storm = Thread {
+            var rounds = 0
+            while !stop.value, rounds < 200_000 {
+                rounds += 1
+                if let client = try? NMEAReader(path: path) { _ = client }
+            }
+        }
+        storm.start()
+        defer { stop.withLock { $0 = true } }
+        for _ in 0..<5 {
+            let reader = try NMEAReader(path: path)
+            let lines = reader.read(for: .seconds(20)) { $0.count >= 3 }
+            let status = (try? daemon.status().nmeaSocket).flatMap { $0 }.map { "\($0)" } ?? "no status"
+            #expect(lines.count >= 3 && !reader.closed, "a reader was refused: \(status)")
+        }
     }
 }
