@@ -57,16 +57,31 @@ package final class EventWriter: Sendable {
         package var splitGap: Double?
         /// A fix closer than this many metres to the last one written is not written.
         package var minimumMove: Double?
+        /// Move to a new file by day, hour or size; the path is then a pattern (see ``LogRotation``).
+        package var rotation: LogRotation?
 
         /// Options that change nothing.
-        package init(append: Bool = false, splitGap: Double? = nil, minimumMove: Double? = nil) {
+        package init(append: Bool = false, splitGap: Double? = nil, minimumMove: Double? = nil, rotation: LogRotation? = nil) {
             self.append = append
             self.splitGap = splitGap
             self.minimumMove = minimumMove
+            self.rotation = rotation
         }
     }
 
     private struct State {
+        /// The file written now (it changes when a rotating log moves to its next file).
+        var output: OutputFile
+        /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete
+        /// document at every moment (a kill -9 or a power cut leaves a valid file); the next point
+        /// overwrites them.
+        var keepsDocumentClosed = false
+        /// A rotating log's current file name, and its number for size rotation.
+        var fileName: String?
+        var fileIndex = 0
+        /// A rotating log before its first file: `output` is not open (it stands for standard output),
+        /// and what is written waits in `buffer`.
+        var waitsForFile = false
         var buffer: [UInt8] = []
         var gpx: GPXWriter?
         var locations = 0
@@ -81,15 +96,12 @@ package final class EventWriter: Sendable {
     }
 
     private let state: Mutex<State>
-    private let output: OutputFile
     /// The result of the GPX writer's last write, which its own error does not carry.
     private let lastGPXWrite = Locked(OutputFile.WriteResult.written)
     private let flushEachEvent: Bool
     /// Written before each line on standard error: a progress display's line is cleared first.
     private let commentaryPrefix: String
-    /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete document
-    /// at every moment (a kill -9 or a power cut leaves a valid file); the next point overwrites them.
-    private let keepsDocumentClosed: Bool
+    private let creator: String
     private let stopped = AsyncStream.makeStream(of: Void.self)
     private static let flushThreshold = 1 << 16
     private let log: LogOptions
@@ -107,41 +119,165 @@ package final class EventWriter: Sendable {
         self.path = path
         self.flushEachEvent = flushEachEvent
         self.log = log
+        self.creator = creator
         commentaryPrefix = clearsProgressLine ? "\r\u{1B}[K" : ""
-        let output: OutputFile
-        if let path {
-            output = try OutputFile(path: path, existing: log.append ? (format == .gpx ? .continueGPX : .append) : .truncate)
-        } else {
-            output = OutputFile()
-        }
-        self.output = output
-        keepsDocumentClosed = format == .gpx && flushEachEvent && output.isRegularFile
-        var initial = State()
-        if format == .gpx {
-            let lastWrite = lastGPXWrite
-            let sink: ([UInt8]) throws -> Void = { bytes in
-                let result = output.write(bytes)
-                lastWrite.withLock { $0 = result }
-                if result != .written { throw CancellationError() }
+        var initial: State
+        if let rotation = log.rotation {
+            // The first fix decides the first file (a replay of last year's track writes last year's
+            // files); until then nothing is opened, and JSON lines wait. A directory that cannot take the
+            // files is an error now, not at the first fix.
+            let directory = FilePathText.parent(of: rotation.pattern)
+            var info = stat()
+            guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, access(directory, W_OK | X_OK) == 0 else {
+                let reason = errno == 0 ? "not a directory" : String(cString: strerror(errno))
+                throw LocationError(.invalidData, "cannot write log files in \(directory): \(reason)")
             }
-            do throws(GPXError) {
-                initial.gpx = output.continuesDocument ? GPXWriter(continuingDocument: sink) : try GPXWriter(creator: creator, sink: sink)
-            } catch {
-                _ = output.close()
-                throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
-            }
+            initial = State(output: OutputFile())
+            initial.waitsForFile = true
         } else {
-            initial.buffer.reserveCapacity(Self.flushThreshold + 4096)
+            initial = State(output: OutputFile())
+            if let path {
+                try Self.open(path, existing: log.append ? (format == .gpx ? .continueGPX : .append) : .truncate, into: &initial, format: format, flushEachEvent: flushEachEvent, creator: creator, lastWrite: lastGPXWrite)
+            } else {
+                try Self.open(nil, existing: .truncate, into: &initial, format: format, flushEachEvent: flushEachEvent, creator: creator, lastWrite: lastGPXWrite)
+            }
         }
+        if format != .gpx { initial.buffer.reserveCapacity(Self.flushThreshold + 4096) }
+        let output = initial.output
         state = Mutex(initial)
-        watchForReaderGone()
+        // A rotating log writes files only; standard output is not its reader.
+        if log.rotation == nil { watchForReaderGone(output) }
+    }
+
+    /// Opens `path` (standard output for `nil`) as the state's output, with a GPX writer for GPX.
+    private static func open(
+        _ path: String?, existing: OutputFile.Existing, into state: inout State, format: OutputFormat, flushEachEvent: Bool,
+        creator: String, lastWrite: Locked<OutputFile.WriteResult>
+    ) throws(LocationError) {
+        let output = try path.map { path throws(LocationError) in try OutputFile(path: path, existing: existing) } ?? OutputFile()
+        state.output = output
+        state.keepsDocumentClosed = format == .gpx && flushEachEvent && output.isRegularFile
+        state.gpx = nil
+        guard format == .gpx else { return }
+        let sink: ([UInt8]) throws -> Void = { bytes in
+            let result = output.write(bytes)
+            lastWrite.withLock { $0 = result }
+            if result != .written { throw CancellationError() }
+        }
+        do throws(GPXError) {
+            state.gpx = output.continuesDocument ? GPXWriter(continuingDocument: sink) : try GPXWriter(creator: creator, sink: sink)
+        } catch {
+            _ = output.close()
+            throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
+        }
+    }
+
+    /// Moves a rotating log to the file `event` belongs in, when that is another: by time, the file of its
+    /// first fix (other events stay in the current file); by size, the next number once the current file
+    /// has reached the size. Returns false when the output has failed.
+    private func rotate(_ state: inout State, _ rotation: LogRotation, for event: LocationEvent) -> Bool {
+        var first: Date?
+        if case .locations(let locations, _) = event { first = locations.first?.timestamp }
+        if state.waitsForFile {
+            guard let first else { return true }
+            let (name, index) = rotation.currentFile(at: first)
+            return switchFile(&state, to: name, index: index, rotation: rotation)
+        }
+        var next: (name: String, index: Int)?
+        switch rotation.period {
+        case .daily, .hourly:
+            if let first, case let name = rotation.fileName(at: first), name != state.fileName { next = (name, 1) }
+        case .size(let limit):
+            var info = stat()
+            flush(&state)
+            if fstat(state.output.descriptor, &info) == 0, Int(info.st_size) >= limit {
+                let index = state.fileIndex + 1
+                next = (rotation.fileName(at: first ?? Date(), index: index), index)
+            }
+        }
+        guard let next else { return state.failure == nil }
+        return switchFile(&state, to: next.name, index: next.index, rotation: rotation)
+    }
+
+    /// Closes the current file validly and continues in `name` (adding to what it holds), then deletes
+    /// the files beyond `--keep` and compresses the one left, with `--gzip`.
+    private func switchFile(_ state: inout State, to name: String, index: Int, rotation: LogRotation) -> Bool {
+        let previous = state.fileName
+        let waiting = state.waitsForFile ? state.buffer : []
+        if state.waitsForFile {
+            state.buffer.removeAll(keepingCapacity: true)
+        } else {
+            closeDocument(&state)
+        }
+        guard state.failure == nil else { return false }
+        do throws(LocationError) {
+            try Self.open(
+                name, existing: format == .gpx ? .continueGPX : .append, into: &state, format: format, flushEachEvent: flushEachEvent,
+                creator: creator, lastWrite: lastGPXWrite)
+        } catch {
+            state.failure = Failure(kind: .writeFailed, message: error.message)
+            return false
+        }
+        state.fileName = name
+        state.fileIndex = index
+        state.lastPointTime = nil
+        state.waitsForFile = false
+        state.buffer = waiting
+        for path in rotation.prune(keeping: name) {
+            Self.writeToStandardError(commentaryPrefix + "── log: deleted \(TerminalText.escaped(path)) (--keep \(rotation.keep ?? 0))\n")
+        }
+        if rotation.gzip, let previous, previous != name, FileManager.default.fileExists(atPath: previous) { Self.compress(previous) }
+        return true
+    }
+
+    /// Compresses a closed file with gzip in the background (gzip keeps its mode and leaves an existing
+    /// `.gz` alone: a file that cannot be compressed stays as it is, and nothing is lost).
+    private static func compress(_ path: String) {
+        guard let gzip = ["/usr/bin/gzip", "/bin/gzip"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
+            writeToStandardError("── log: gzip is not installed; \(TerminalText.escaped(path)) stays uncompressed\n")
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: gzip)
+        process.arguments = ["-n", "--", path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        do { try process.run() } catch {
+            writeToStandardError("── log: cannot run gzip for \(TerminalText.escaped(path)): \(error)\n")
+        }
+    }
+
+    /// With rotation, closes the current file validly and opens it again (adding to it), for logrotate or
+    /// a person who moved it away: SIGHUP. Without rotation it does nothing.
+    package func reopen() {
+        guard log.rotation != nil else { return }
+        let stoppedNow = withState { state -> Bool in
+            guard !state.finished, state.failure == nil, let name = state.fileName, let rotation = log.rotation else { return false }
+            return !switchFile(&state, to: name, index: state.fileIndex, rotation: rotation)
+        }
+        if stoppedNow { stopped.continuation.yield() }
+    }
+
+    /// Completes the document of the state's output and closes it; the first failure, if any.
+    private func closeDocument(_ state: inout State) {
+        flush(&state)
+        if let gpx = state.gpx, state.failure == nil {
+            do throws(GPXError) { try gpx.finish() } catch {
+                state.failure = gpxFailure(error, state.output)
+            }
+            if state.keepsDocumentClosed, state.failure == nil { state.failure = Self.failureOf(state.output.truncateAtOffset(), state.output) }
+        }
+        state.gpx = nil
+        if case .failed(let reason) = state.output.close(), state.failure == nil {
+            state.failure = Failure(kind: .writeFailed, message: "cannot write to \(state.output.name): \(reason)")
+        }
     }
 
     /// A reader of a pipe or socket that goes away is otherwise noticed only at the next write, which a
     /// quiet stream (a suspended app, an ended replay) may never make: `watch | head -3` would then wait
     /// forever. A thread polls the descriptor for the error or hang-up that the reader's close raises, and
     /// stops the output at once.
-    private func watchForReaderGone() {
+    private func watchForReaderGone(_ output: OutputFile) {
         var info = stat()
         guard fstat(output.descriptor, &info) == 0,
             info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK
@@ -198,6 +334,7 @@ package final class EventWriter: Sendable {
     package func write(_ event: LocationEvent, line: [UInt8]? = nil) {
         let stoppedNow = withState { state -> Bool in
             guard !state.finished, state.failure == nil else { return false }
+            if let rotation = log.rotation, !rotate(&state, rotation, for: event) { return true }
             var event = event
             var line = line
             var locations: [Location] = []
@@ -265,10 +402,10 @@ package final class EventWriter: Sendable {
                     }
                     if flushEachEvent { try state.gpx?.flush() }
                 } catch {
-                    state.failure = gpxFailure(error)
+                    state.failure = gpxFailure(error, state.output)
                 }
-                if keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
-                    state.failure = Self.failureOf(output.writeProvisionally(tags), output)
+                if state.keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
+                    state.failure = Self.failureOf(state.output.writeProvisionally(tags), state.output)
                 }
                 return state.failure != nil
             }
@@ -298,18 +435,19 @@ package final class EventWriter: Sendable {
     package func finish() throws(Failure) {
         let failure = withState { state -> Failure? in
             if !state.finished {
-                state.finished = true
-                flush(&state)
-                if let gpx = state.gpx, state.failure == nil {
-                    do throws(GPXError) { try gpx.finish() } catch {
-                        state.failure = gpxFailure(error)
+                // A rotating log that saw no fix: what waits goes into the file of now.
+                if state.waitsForFile, let rotation = log.rotation {
+                    if !state.buffer.isEmpty {
+                        let (name, index) = rotation.currentFile(at: Date())
+                        _ = switchFile(&state, to: name, index: index, rotation: rotation)
                     }
-                    if keepsDocumentClosed, state.failure == nil { state.failure = Self.failureOf(output.truncateAtOffset(), output) }
+                    if state.waitsForFile {
+                        state.finished = true
+                        return state.failure
+                    }
                 }
-                state.gpx = nil
-                if case .failed(let reason) = output.close(), state.failure == nil {
-                    state.failure = Failure(kind: .writeFailed, message: "cannot write to \(output.name): \(reason)")
-                }
+                state.finished = true
+                closeDocument(&state)
             }
             return state.failure
         }
@@ -318,8 +456,8 @@ package final class EventWriter: Sendable {
     }
 
     private func flush(_ state: inout State) {
-        guard !state.buffer.isEmpty, state.failure == nil else { return }
-        state.failure = Self.failureOf(output.write(state.buffer), output)
+        guard !state.buffer.isEmpty, state.failure == nil, !state.waitsForFile else { return }
+        state.failure = Self.failureOf(state.output.write(state.buffer), state.output)
         state.buffer.removeAll(keepingCapacity: true)
     }
 
@@ -331,7 +469,7 @@ package final class EventWriter: Sendable {
         }
     }
 
-    private func gpxFailure(_ error: GPXError) -> Failure {
+    private func gpxFailure(_ error: GPXError, _ output: OutputFile) -> Failure {
         if error.code == .io, let failure = Self.failureOf(lastGPXWrite.value, output) { return failure }
         return Failure(kind: .invalidContent, message: "cannot write GPX: \(error.message)")
     }

@@ -15,14 +15,38 @@ package struct LogOutputOptions: ParsableArguments {
     @Option(name: .customLong("min-move"), parsing: .unconditional, help: ArgumentHelp("Write no fix closer than this to the last one written (\(ValueRange.distance)); as gpxlogger -m. Unlike --distance-filter, it applies to what is written, held batches included.", valueName: "METRES"))
     package var minMove: NumberArgument?
 
+    @Option(help: ArgumentHelp("Start a new file at each UTC day or hour of the fix time, or at a size (4k to 1024G, such as 10M); --output is then a pattern: %Y %m %d %H %F (the date) %n (the file's number). Files are added to, never replaced; SIGHUP closes and reopens the current one.", valueName: "daily|hourly|SIZE"))
+    package var rotate: String?
+
+    @Option(name: .customLong("keep"), parsing: .unconditional, help: ArgumentHelp("With --rotate: keep this many files, the current one included, deleting the oldest (\(LogOutputOptions.keepRange)).", valueName: "N"))
+    package var keep: NumberArgument?
+
+    @Flag(help: "With --rotate: compress each file with gzip once the log has moved on from it.")
+    package var gzip = false
+
+    /// The files `--keep` may keep.
+    package static let keepRange = ValueRange(1...1_000_000, unit: "files")
+
     /// The options, checked: a value outside its range is a usage failure (64) naming the flag.
     package func resolve(output: String?) throws(CommandFailure) -> EventWriter.LogOptions {
         if append, output == nil || output == "-" {
             throw CommandFailure.usage("--append adds to the --output file; for standard output use the shell's >> (JSON lines, text, NMEA)")
         }
+        if rotate == nil, keep != nil || gzip {
+            throw CommandFailure.usage("\(keep != nil ? "--keep" : "--gzip") goes with --rotate: without rotation there is one file")
+        }
+        var rotation: LogRotation?
+        if let rotate {
+            guard let output, output != "-" else {
+                throw CommandFailure.usage("--rotate writes files: give --output a file name pattern, such as track-%F.gpx")
+            }
+            rotation = try LogRotation(
+                pattern: output, period: try LogRotation.period(parsing: rotate),
+                keep: try keep?.integer(in: Self.keepRange, for: "--keep"), gzip: gzip)
+        }
         return EventWriter.LogOptions(
-            append: append, splitGap: try splitGap?.value(in: .splitGap, for: "--split-gap"),
-            minimumMove: try minMove?.value(in: .distance, for: "--min-move"))
+            append: append || rotation != nil, splitGap: try splitGap?.value(in: .splitGap, for: "--split-gap"),
+            minimumMove: try minMove?.value(in: .distance, for: "--min-move"), rotation: rotation)
     }
 }
 

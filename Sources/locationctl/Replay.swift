@@ -86,7 +86,10 @@ struct Replay: AsyncParsableCommand {
         let progress = ReplayProgress.start(enabled: showsProgress) {
             (writer.locationCount, driver.trackTime)
         }
-        let interrupts = await Interrupts.install()
+        let rotates = log.rotation != nil
+        let interrupts = await Interrupts.install(hangupReopens: rotates)
+        let reopening = rotates ? await Interrupts.reopenOnHangup(writer) : nil
+        defer { reopening?.cancel() }
         manager.startUpdatingLocation()
         let outcome = await withTaskGroup(of: ReplayOutcome.self) { group in
             group.addTask {

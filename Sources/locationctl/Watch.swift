@@ -96,7 +96,10 @@ struct Watch: AsyncParsableCommand {
                 for await _ in writer.stops { limits.finish(.done) }
             }
             defer { outputWatch.cancel() }
-            let interrupts = await Interrupts.install()
+            let rotates = log.rotation != nil
+            let interrupts = await Interrupts.install(hangupReopens: rotates)
+            let reopening = rotates ? await Interrupts.reopenOnHangup(writer) : nil
+            defer { reopening?.cancel() }
             let failure: CommandFailure?
             if let daemonSocket {
                 failure = try await DaemonClient.watch(
