@@ -63,9 +63,12 @@ public final class GPXWriter {
     /// handing its output to `sink`: its first point opens a new track, and ``closingTags`` and
     /// ``finish()`` close that track and the document. For appending to a GPX file whose `</gpx>` the
     /// caller has cut off.
-    package convenience init(continuingDocument sink: @escaping ([UInt8]) throws -> Void) {
-        // A document's header is what may throw (its time); a continuation writes none.
-        try! self.init(output: .sink(sink), creator: nil, metadataTime: nil)
+    ///
+    /// A factory, not an initializer: an initializer whose one argument is a closure would be chosen for
+    /// every `GPXWriter { … }` written with a trailing closure.
+    package static func continuingDocument(sink: @escaping ([UInt8]) throws -> Void) -> GPXWriter {
+        // Only a document's header can throw (its time); a continuation writes none.
+        try! GPXWriter(output: .sink(sink), creator: nil, metadataTime: nil)
     }
 
     private init(output: Output, creator: String?, metadataTime: Date?) throws(GPXError) {

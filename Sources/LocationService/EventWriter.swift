@@ -165,7 +165,7 @@ package final class EventWriter: Sendable {
             if result != .written { throw CancellationError() }
         }
         do throws(GPXError) {
-            state.gpx = output.continuesDocument ? GPXWriter(continuingDocument: sink) : try GPXWriter(creator: creator, sink: sink)
+            state.gpx = output.continuesDocument ? GPXWriter.continuingDocument(sink: sink) : try GPXWriter(creator: creator, sink: sink)
         } catch {
             _ = output.close()
             throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
