@@ -43,6 +43,8 @@ package enum ConfigurationFileCheck {
                 } else if let key = known.first(where: { $0.name == full }) {
                     try checkShape(value, of: key, path: path)
                 } else if prefix.isEmpty, sections.contains(name) {
+                    // A section whose keys are all commented out (`nmea:` and nothing under it) sets nothing.
+                    if let scalar = value.scalar, scalar.string.isEmpty || scalar.string == "~" || scalar.string == "null" { continue }
                     guard let inner = value.mapping else {
                         throw LocationError(
                             .invalidConfiguration,
