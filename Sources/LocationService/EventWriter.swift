@@ -105,6 +105,8 @@ package final class EventWriter: Sendable {
     private let stopped = AsyncStream.makeStream(of: Void.self)
     private static let flushThreshold = 1 << 16
     private let log: LogOptions
+    /// The gzip children of a rotating log not reaped yet.
+    private let compressions = Locked<[pid_t]>([])
 
     /// Opens the output; throws ``LocationError/Code/invalidData`` naming the file and the system's reason
     /// if it cannot be opened (a directory, a read-only place, permission).
@@ -226,24 +228,50 @@ package final class EventWriter: Sendable {
         for path in rotation.prune(keeping: name) {
             Self.writeToStandardError(commentaryPrefix + "── log: deleted \(TerminalText.escaped(path)) (--keep \(rotation.keep ?? 0))\n")
         }
-        if rotation.gzip, let previous, previous != name, FileManager.default.fileExists(atPath: previous) { Self.compress(previous) }
+        if rotation.gzip, let previous, previous != name, FileManager.default.fileExists(atPath: previous) { compress(previous) }
         return true
     }
 
     /// Compresses a closed file with gzip in the background (gzip keeps its mode and leaves an existing
-    /// `.gz` alone: a file that cannot be compressed stays as it is, and nothing is lost).
-    private static func compress(_ path: String) {
+    /// `.gz` alone: a file that cannot be compressed stays as it is, and nothing is lost). The child is
+    /// reaped at the next rotation or at the end, so a logger that runs for a year leaves no zombies.
+    private func compress(_ path: String) {
+        reapCompressions(waiting: false)
         guard let gzip = ["/usr/bin/gzip", "/bin/gzip"].first(where: { (path: String) in access(path, X_OK) == 0 }) else {
-            writeToStandardError("── log: gzip is not installed; \(TerminalText.escaped(path)) stays uncompressed\n")
+            Self.writeToStandardError("── log: gzip is not installed; \(TerminalText.escaped(path)) stays uncompressed\n")
             return
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: gzip)
-        process.arguments = ["-n", "--", path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            writeToStandardError("── log: cannot run gzip for \(TerminalText.escaped(path)): \(error)\n")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let words: [String] = [gzip, "-n", "--", path]
+        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, gzip, &actions, nil, arguments, environ)
+        guard status == 0 else {
+            Self.writeToStandardError("── log: cannot run gzip for \(TerminalText.escaped(path)): \(String(cString: strerror(status)))\n")
+            return
+        }
+        compressions.withLock { $0.append(pid) }
+    }
+
+    /// Reaps the gzip children that have ended (all of them, waiting up to 30 s, with `waiting`).
+    private func reapCompressions(waiting: Bool) {
+        let deadline = ContinuousClock.now + .seconds(30)
+        compressions.withLock { pids in
+            pids.removeAll { pid in
+                var status: Int32 = 0
+                while true {
+                    let result = waitpid(pid, &status, waiting ? 0 : WNOHANG)
+                    if result == -1, errno == EINTR { continue }
+                    if result == 0, waiting, ContinuousClock.now < deadline { usleep(10_000); continue }
+                    return result != 0
+                }
+            }
         }
     }
 
@@ -452,6 +480,7 @@ package final class EventWriter: Sendable {
             return state.failure
         }
         stopped.continuation.finish()
+        reapCompressions(waiting: true)
         if let failure { throw failure }
     }
 
