@@ -228,7 +228,8 @@ package final class EventWriter: Sendable {
         for path in rotation.prune(keeping: name) {
             Self.writeToStandardError(commentaryPrefix + "── log: deleted \(TerminalText.escaped(path)) (--keep \(rotation.keep ?? 0))\n")
         }
-        if rotation.gzip, let previous, previous != name, FileManager.default.fileExists(atPath: previous) { compress(previous) }
+        if rotation.gzip { compressClosedFiles(before: name, rotation) }
+        _ = previous
         return true
     }
 
@@ -257,6 +258,20 @@ package final class EventWriter: Sendable {
             return
         }
         compressions.withLock { $0.append(pid) }
+    }
+
+    /// Compresses the log's files that come before `current` and are not compressed yet: the one just
+    /// left, and those an earlier run left (a logger stopped every night would otherwise never compress
+    /// one). A file another program holds the lock of (another logger writing it) is left alone.
+    private func compressClosedFiles(before current: String, _ rotation: LogRotation) {
+        for path in rotation.files() where !path.hasSuffix(".gz") && path != current {
+            guard path.compare(current, options: .numeric) == .orderedAscending else { continue }
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            let free = flock(fd, LOCK_EX | LOCK_NB) == 0
+            close(fd)
+            if free { compress(path) }
+        }
     }
 
     /// Reaps the gzip children that have ended (all of them, waiting up to 30 s, with `waiting`).

@@ -15,7 +15,9 @@ struct Sky: AsyncParsableCommand {
             SBAS, IR NavIC), elevation, azimuth, signal strength and whether the fix uses it. On a terminal \
             the view is redrawn in place at each report, as cgps does; otherwise each view is printed after \
             the last, separated by an empty line. --format json writes one line per view. Ends after --count \
-            views, or on Ctrl-C (exit 0). Exits 69 when gpsd cannot be reached, goes away or sends nothing \
+            views, or on Ctrl-C (exit 130). gpsd sends SKY reports only for a receiver that reports its \
+            satellites (NMEA GSV, or its own binary messages): while none comes, a line on standard error \
+            says so. Exits 69 when gpsd cannot be reached, goes away or sends nothing \
             for --gpsd-watchdog seconds.
             """)
 
@@ -71,8 +73,19 @@ struct Sky: AsyncParsableCommand {
     /// Writes each view as it comes, until `count` views, the end of the output, or a failure.
     private static func show(_ watch: GPSDSkyWatch, format: ReportFormat, redraws: Bool, count: Int?) async -> Outcome {
         var shown = 0
+        // A receiver that does not report its satellites (NMEA without GSV) makes gpsd send no SKY at all,
+        // while its fixes keep the connection alive: said once, rather than a silent screen.
+        let endpoint = watch.configuration.endpoint
+        let notice = Task {
+            try? await Task.sleep(for: .seconds(5))
+            guard !Task.isCancelled else { return }
+            EventWriter.writeToStandardError(
+                "── no SKY report from gpsd at \(endpoint) yet: its receiver has not reported its satellites (NMEA GSV, or its own messages); still waiting\n")
+        }
+        defer { notice.cancel() }
         do {
             for try await view in watch.views() {
+                notice.cancel()
                 let text: String
                 switch format {
                 case .json: text = SkyViewText.jsonLine(view) + "\n"

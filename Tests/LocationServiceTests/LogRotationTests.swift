@@ -50,6 +50,22 @@ struct LogRotationTests {
         #expect(files.count == 3, "no file of the day the replay ran: \(files)")
     }
 
+    @Test("--gzip compresses the files an earlier run left too: a logger stopped every night compresses yesterday's file")
+    func gzipAcrossRuns() throws {
+        let directory = TemporaryDirectory()
+        let pattern = directory.file("log-%F.gpx")
+        for (index, day) in [(0, 0), (1, 86_400)].map({ ($0.0, Double($0.1)) }) {
+            let track = directory.file("run\(index).gpx")
+            let writer = try GPXWriter(path: track)
+            try writer.write(contentsOf: (0..<5).map { Location(latitude: 52.5, longitude: 13.4, timestamp: Date(timeIntervalSince1970: 1_767_261_600 + day + Double($0) * 60)) })
+            try writer.finish()
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", pattern, "--rotate", "daily", "--gzip"], in: directory)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        #expect(eventually(20) { FileManager.default.fileExists(atPath: directory.file("log-2026-01-01.gpx.gz")) })
+        #expect(LogRotationPatternCheck.files(directory) == ["log-2026-01-01.gpx.gz", "log-2026-01-02.gpx"])
+    }
+
     @Test("--rotate hourly --keep 5 leaves the five newest hours; --rotate 4k starts file %n+1 once a file holds 4 KiB")
     func keepAndSize() throws {
         let directory = TemporaryDirectory()
