@@ -26,8 +26,8 @@ public struct GPSDSkyWatch: Sendable {
 
     /// Each SKY report that lists satellites, as gpsd sends it, until the consumer stops iterating.
     ///
-    /// The stream fails with ``LocationError/Code/sourceUnavailable`` when gpsd cannot be reached, and with
-    /// ``LocationError/Code/sourceFailed`` when it goes away, refuses the watch, or sends nothing for
+    /// The stream fails with `LocationError.Code.sourceUnavailable` when gpsd cannot be reached, and with
+    /// `LocationError.Code.sourceFailed` when it goes away, refuses the watch, or sends nothing for
     /// ``GPSDConfiguration/watchdogTimeout`` (a receiver that sends fixes sends SKY reports too). It does not
     /// reconnect: a sky view is for a person watching, who sees the error.
     public func views() -> AsyncThrowingStream<SkyView, any Error> {

@@ -42,7 +42,7 @@ struct LoggerOutputTests {
         let directory = TemporaryDirectory()
         let track = try directory.track(count: 5)
         let empty = directory.file("empty.gpx")
-        FileManager.default.createFile(atPath: empty, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
         let started = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", empty, "--append"], in: directory)
         #expect(started.status == 0)
         #expect(try GPXReader.readLocations(contentsOf: empty, kinds: [.trackPoint]).count == 5)

@@ -224,7 +224,7 @@ struct NMEASocketTests {
         #expect(spelled.status == 64 && spelled.stderr.contains("the same file"), "\(spelled.stderr)")
         let relative = try Tool.run("locationd", base + ["--nmea-socket", "nmea.sock"], in: directory)
         #expect(relative.status == 64 && relative.stderr.contains("is relative"), "\(relative.stderr)")
-        FileManager.default.createFile(atPath: directory.file("run/file"), contents: Data("keep".utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("run/file"), contents: Data("keep".utf8))
         let inTheWay = try Tool.run("locationd", base + ["--nmea-socket", directory.file("run/file")], in: directory)
         #expect(inTheWay.status == 73 && inTheWay.stderr.contains("exists and is not a socket"), "\(inTheWay.stderr)")
         #expect(try String(contentsOfFile: directory.file("run/file"), encoding: .utf8) == "keep")
