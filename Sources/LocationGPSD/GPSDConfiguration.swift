@@ -48,7 +48,7 @@ public struct GPSDConfiguration: Sendable, Hashable {
     }
 
     /// `host:port`, as used in names and messages.
-    public var endpoint: String { "\(host):\(port)" }
+    public var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Checks the values; throws `.invalidConfiguration` naming the bad one.
     public func validate() throws(LocationError) {

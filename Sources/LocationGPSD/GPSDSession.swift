@@ -49,7 +49,7 @@ struct GPSDSession: ~Copyable {
             let code = cgps_errno()
             raw.deallocate()
             throw LocationError(
-                .sourceUnavailable, "cannot connect to gpsd at \(host):\(port): \(Self.describe(code))")
+                .sourceUnavailable, "cannot connect to gpsd at \(host.contains(":") ? "[\(host)]" : host):\(port): \(Self.describe(code))")
         }
         self.data = data
     }

@@ -26,57 +26,94 @@ public struct GPSDSkyWatch: Sendable {
 
     /// Each SKY report that lists satellites, as gpsd sends it, until the consumer stops iterating.
     ///
-    /// The stream fails with `LocationError.Code.sourceUnavailable` when gpsd cannot be reached, and with
-    /// `LocationError.Code.sourceFailed` when it goes away, refuses the watch, or sends nothing for
-    /// ``GPSDConfiguration/watchdogTimeout`` (a receiver that sends fixes sends SKY reports too). It does not
-    /// reconnect: a sky view is for a person watching, who sees the error.
-    public func views() -> AsyncThrowingStream<SkyView, any Error> {
+    /// The stream fails with `LocationError.Code.sourceUnavailable` when gpsd cannot be reached at the
+    /// start, and with `LocationError.Code.sourceFailed` when gpsd refuses the watch. When gpsd goes away
+    /// later, or sends nothing for ``GPSDConfiguration/watchdogTimeout``, the watch reconnects as the location
+    /// source does (from ``GPSDConfiguration/reconnectDelay``, doubling up to
+    /// ``GPSDConfiguration/maximumReconnectDelay``): `outage` is called once with the reason, and the views
+    /// continue when gpsd is back. A receiver that reports no satellites (NMEA without GSV) makes gpsd send
+    /// no SKY at all while its fixes keep the connection alive: the stream then waits.
+    public func views(outage: @escaping @Sendable (LocationError) -> Void = { _ in }) -> AsyncThrowingStream<SkyView, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: SkyView.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(64))
-        let stopped = Arc(Atomic<Bool>(false))
-        continuation.onTermination = { _ in stopped.value.store(true, ordering: .relaxed) }
+        let stopped = Stopped()
+        continuation.onTermination = { _ in stopped.flag.store(true, ordering: .relaxed) }
         let configuration = configuration
         let thread = Thread {
-            Self.run(configuration, continuation: continuation, stopped: stopped)
+            Self.run(configuration, continuation: continuation, stopped: stopped, outage: outage)
         }
         thread.name = "gpsd sky watch"
         thread.start()
         return stream
     }
 
-    /// A shared flag the thread polls between reads.
-    private final class Arc<Value: ~Copyable>: Sendable where Value: Sendable {
-        let value: Value
-        init(_ value: consuming Value) { self.value = value }
+    /// A flag the thread polls between reads, set when the consumer stops iterating.
+    private final class Stopped: Sendable {
+        let flag = Atomic<Bool>(false)
+        var isSet: Bool { flag.load(ordering: .relaxed) }
     }
 
     private static func run(
         _ configuration: GPSDConfiguration, continuation: AsyncThrowingStream<SkyView, any Error>.Continuation,
-        stopped: Arc<Atomic<Bool>>
+        stopped: Stopped, outage: @Sendable (LocationError) -> Void
     ) {
-        do throws(LocationError) {
-            let session = try GPSDSession(host: configuration.host, port: configuration.port, readsSatellites: true)
-            try session.watch(devicePath: configuration.devicePath)
-            read(session, configuration, continuation: continuation, stopped: stopped)
-        } catch {
-            continuation.finish(throwing: error)
+        var backoff = ReconnectBackoff(initial: configuration.reconnectDelay, maximum: configuration.maximumReconnectDelay)
+        var connectedOnce = false
+        var inOutage = false
+        while !stopped.isSet {
+            do throws(LocationError) {
+                let session = try GPSDSession(host: configuration.host, port: configuration.port, readsSatellites: true)
+                try session.watch(devicePath: configuration.devicePath)
+                connectedOnce = true
+                switch read(session, configuration, continuation: continuation, stopped: stopped, backoff: &backoff) {
+                case .stopped:
+                    continuation.finish()
+                    return
+                case .refused(let error):
+                    continuation.finish(throwing: error)
+                    return
+                case .lost(let error):
+                    if !inOutage { outage(error) }
+                    inOutage = true
+                }
+            } catch {
+                // Unreachable at the start, or a watch gpsd refuses: nothing to wait for.
+                guard connectedOnce, error.code == .sourceUnavailable else {
+                    continuation.finish(throwing: error)
+                    return
+                }
+                if !inOutage { outage(error) }
+                inOutage = true
+            }
+            let deadline = ContinuousClock.now + backoff.nextDelay()
+            while !stopped.isSet, ContinuousClock.now < deadline { usleep(20_000) }
         }
+        continuation.finish()
     }
 
+    /// How reading ended.
+    private enum End {
+        /// The consumer stopped iterating.
+        case stopped
+        /// gpsd went away or fell silent: worth reconnecting.
+        case lost(LocationError)
+        /// gpsd answered with an error (an unknown device): reconnecting would not change it.
+        case refused(LocationError)
+    }
+
+    /// Reads views until the consumer stops, or gpsd goes away, falls silent or refuses.
     private static func read(
         _ session: borrowing GPSDSession, _ configuration: GPSDConfiguration,
-        continuation: AsyncThrowingStream<SkyView, any Error>.Continuation, stopped: Arc<Atomic<Bool>>
-    ) {
+        continuation: AsyncThrowingStream<SkyView, any Error>.Continuation, stopped: Stopped, backoff: inout ReconnectBackoff
+    ) -> End {
         let endpoint = configuration.endpoint
         let watchdog = configuration.watchdogTimeout
         var lastMessage = ContinuousClock.now
-        while !stopped.value.load(ordering: .relaxed) {
+        while !stopped.isSet {
             if !session.hasBufferedLine {
                 var descriptor = pollfd(fd: session.fileDescriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&descriptor, 1, 200) > 0 else {
                     if ContinuousClock.now - lastMessage > watchdog {
-                        continuation.finish(throwing: LocationError(
-                            .sourceFailed, "gpsd at \(endpoint) sent nothing for \(watchdog.seconds) s"))
-                        return
+                        return .lost(LocationError(.sourceFailed, "gpsd at \(endpoint) sent nothing for \(watchdog.seconds) s"))
                     }
                     continue
                 }
@@ -84,12 +121,12 @@ public struct GPSDSkyWatch: Sendable {
             switch session.read() {
             case .message(let report, _):
                 lastMessage = ContinuousClock.now
+                backoff.reset()
                 switch report {
                 case .sky(_, _, _, _, _, let view?):
                     continuation.yield(view)
                 case .gpsdError(let message):
-                    continuation.finish(throwing: LocationError(.sourceFailed, "gpsd at \(endpoint): \(message)"))
-                    return
+                    return .refused(LocationError(.sourceFailed, "gpsd at \(endpoint): \(message)"))
                 default:
                     break
                 }
@@ -98,11 +135,10 @@ public struct GPSDSkyWatch: Sendable {
             case .partial:
                 continue
             case .failed(let error):
-                continuation.finish(throwing: error)
-                return
+                return .lost(error)
             }
         }
         session.unwatch()
-        continuation.finish()
+        return .stopped
     }
 }

@@ -33,6 +33,9 @@ public final class GPXWriter {
     private var inSegment = false
     private var failed: GPXError?
     private let flushThreshold = 1 << 16
+    /// A continuation of a document whose root does not declare the extension namespace (another
+    /// program's) declares it on each track.
+    private var declaresNamespaceOnTracks = false
 
     /// Creates (0600) or truncates a GPX file, opening the path itself, and writes the document header.
     /// - Parameters:
@@ -66,9 +69,14 @@ public final class GPXWriter {
     ///
     /// A factory, not an initializer: an initializer whose one argument is a closure would be chosen for
     /// every `GPXWriter { … }` written with a trailing closure.
-    package static func continuingDocument(sink: @escaping ([UInt8]) throws -> Void) -> GPXWriter {
+    ///
+    /// With `declaresExtensionNamespace`, each track declares the namespace of the location extension
+    /// itself, for a document (another program's) whose root does not.
+    package static func continuingDocument(declaresExtensionNamespace: Bool = false, sink: @escaping ([UInt8]) throws -> Void) -> GPXWriter {
         // Only a document's header can throw (its time); a continuation writes none.
-        try! GPXWriter(output: .sink(sink), creator: nil, metadataTime: nil)
+        let writer = try! GPXWriter(output: .sink(sink), creator: nil, metadataTime: nil)
+        writer.declaresNamespaceOnTracks = declaresExtensionNamespace
+        return writer
     }
 
     private init(output: Output, creator: String?, metadataTime: Date?) throws(GPXError) {
@@ -97,7 +105,7 @@ public final class GPXWriter {
     public func beginTrack(name: String? = nil) throws(GPXError) {
         try checkOpen()
         closeTrack()
-        append("  <trk>\n")
+        append(declaresNamespaceOnTracks ? "  <trk xmlns:\(GPXNamespace.locationPrefix)=\"\(GPXNamespace.location)\">\n" : "  <trk>\n")
         if let name {
             append("    <name>")
             appendEscaped(name)
@@ -255,6 +263,9 @@ public final class GPXWriter {
                     + "0001–9999 that GPX can hold")
         }
     }
+
+    /// How many bytes are written but not handed to the output yet.
+    package var bufferedByteCount: Int { buffer.count }
 
     /// The bytes ``finish()`` would write now to close the document: the open segment and track, and
     /// `</gpx>`. A writer that keeps a file valid between points writes them after each flush and

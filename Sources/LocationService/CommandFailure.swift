@@ -55,12 +55,14 @@ package struct CommandFailure: Error, CustomStringConvertible {
 
     /// What an output that ended early means for the command: `nil` when its reader went away (a closed
     /// pipe ends the command quietly, with 0: the reader has what it wanted), 74 when a write failed, 65 when
-    /// the content cannot be written in the format.
+    /// the content cannot be written in the format, and for a rotating log's next file what its opening
+    /// would have meant for the first (see ``openingOutput(_:)``).
     package static func from(_ failure: EventWriter.Failure) -> CommandFailure? {
         switch failure.kind {
         case .readerGone: nil
         case .writeFailed: .ioError(failure.message)
         case .invalidContent: .badData(failure.message)
+        case .cannotOpen(let code): .openingOutput(LocationError(code, failure.message))
         }
     }
 

@@ -32,6 +32,9 @@ package final class EventWriter: Sendable {
             case writeFailed
             /// The content cannot be written in the format (a time GPX cannot hold).
             case invalidContent
+            /// A rotating log's next file could not be opened, for the reason this code names (as the
+            /// first file's would have been: see `CommandFailure.openingOutput`).
+            case cannotOpen(LocationError.Code)
         }
 
         /// The kind.
@@ -72,10 +75,12 @@ package final class EventWriter: Sendable {
     private struct State {
         /// The file written now (it changes when a rotating log moves to its next file).
         var output: OutputFile
-        /// Live GPX to a regular file: the closing tags follow every point, so the file is a complete
-        /// document at every moment (a kill -9 or a power cut leaves a valid file); the next point
-        /// overwrites them.
+        /// GPX to a regular file: the closing tags follow whatever reached the file, so the file is a
+        /// complete document at every moment (a kill -9 or a power cut leaves a valid file); the next
+        /// points overwrite them.
         var keepsDocumentClosed = false
+        /// The GPX bytes written to the file when the closing tags were last written after them.
+        var closedAtBytes = 0
         /// A rotating log's current file name, and its number for size rotation.
         var fileName: String?
         var fileIndex = 0
@@ -96,8 +101,9 @@ package final class EventWriter: Sendable {
     }
 
     private let state: Mutex<State>
-    /// The result of the GPX writer's last write, which its own error does not carry.
-    private let lastGPXWrite = Locked(OutputFile.WriteResult.written)
+    /// The result of the GPX writer's last write, which its own error does not carry, and how many bytes
+    /// it has written to the current file.
+    private let lastGPXWrite = Locked((result: OutputFile.WriteResult.written, bytes: 0))
     private let flushEachEvent: Bool
     /// Written before each line on standard error: a progress display's line is cleared first.
     private let commentaryPrefix: String
@@ -154,20 +160,29 @@ package final class EventWriter: Sendable {
     /// Opens `path` (standard output for `nil`) as the state's output, with a GPX writer for GPX.
     private static func open(
         _ path: String?, existing: OutputFile.Existing, into state: inout State, format: OutputFormat, flushEachEvent: Bool,
-        creator: String, lastWrite: Locked<OutputFile.WriteResult>
+        creator: String, lastWrite: Locked<(result: OutputFile.WriteResult, bytes: Int)>, regularFileOnly: Bool = false
     ) throws(LocationError) {
-        let output = try path.map { path throws(LocationError) in try OutputFile(path: path, existing: existing) } ?? OutputFile()
+        let output = try path.map { path throws(LocationError) in try OutputFile(path: path, existing: existing, regularFileOnly: regularFileOnly) } ?? OutputFile()
         state.output = output
-        state.keepsDocumentClosed = format == .gpx && flushEachEvent && output.isRegularFile
+        if let cut = output.repairedCut {
+            writeToStandardError(
+                "── log: \(TerminalText.escaped(output.name)) ended inside a track point (a full disk, or a crash while it was written): "
+                    + "\(cut.counted("byte")) after its last whole point dropped, and its track closed\n")
+        }
+        state.keepsDocumentClosed = format == .gpx && output.isRegularFile
+        state.closedAtBytes = 0
         state.gpx = nil
+        lastWrite.withLock { $0 = (.written, 0) }
         guard format == .gpx else { return }
         let sink: ([UInt8]) throws -> Void = { bytes in
             let result = output.write(bytes)
-            lastWrite.withLock { $0 = result }
+            lastWrite.withLock { $0 = (result, $0.bytes + bytes.count) }
             if result != .written { throw CancellationError() }
         }
         do throws(GPXError) {
-            state.gpx = output.continuesDocument ? GPXWriter.continuingDocument(sink: sink) : try GPXWriter(creator: creator, sink: sink)
+            state.gpx = output.continuesDocument
+                ? GPXWriter.continuingDocument(declaresExtensionNamespace: !output.declaresExtensions, sink: sink)
+                : try GPXWriter(creator: creator, sink: sink)
         } catch {
             _ = output.close()
             throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
@@ -190,9 +205,11 @@ package final class EventWriter: Sendable {
         case .daily, .hourly:
             if let first, case let name = rotation.fileName(at: first), name != state.fileName { next = (name, 1) }
         case .size(let limit):
+            // What the file holds and what waits to be written to it: a file moves on at its size, not
+            // only at a flush (64 KiB apart when replaying as fast as possible).
             var info = stat()
-            flush(&state)
-            if fstat(state.output.descriptor, &info) == 0, Int(info.st_size) >= limit {
+            let waiting = state.buffer.count + (state.gpx?.bufferedByteCount ?? 0)
+            if fstat(state.output.descriptor, &info) == 0, Int(info.st_size) + waiting >= limit {
                 let index = state.fileIndex + 1
                 next = (rotation.fileName(at: first ?? Date(), index: index), index)
             }
@@ -215,9 +232,9 @@ package final class EventWriter: Sendable {
         do throws(LocationError) {
             try Self.open(
                 name, existing: format == .gpx ? .continueGPX : .append, into: &state, format: format, flushEachEvent: flushEachEvent,
-                creator: creator, lastWrite: lastGPXWrite)
+                creator: creator, lastWrite: lastGPXWrite, regularFileOnly: true)
         } catch {
-            state.failure = Failure(kind: .writeFailed, message: error.message)
+            state.failure = Failure(kind: .cannotOpen(error.code), message: error.message)
             return false
         }
         state.fileName = name
@@ -447,8 +464,13 @@ package final class EventWriter: Sendable {
                 } catch {
                     state.failure = gpxFailure(error, state.output)
                 }
-                if state.keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags {
+                // The closing tags after what reached the file (every event when live, every 64 KiB when
+                // as fast as possible), not after what is still buffered.
+                if state.keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags,
+                    case let written = lastGPXWrite.value.bytes, written != state.closedAtBytes
+                {
                     state.failure = Self.failureOf(state.output.writeProvisionally(tags), state.output)
+                    state.closedAtBytes = written
                 }
                 return state.failure != nil
             }
@@ -514,7 +536,7 @@ package final class EventWriter: Sendable {
     }
 
     private func gpxFailure(_ error: GPXError, _ output: OutputFile) -> Failure {
-        if error.code == .io, let failure = Self.failureOf(lastGPXWrite.value, output) { return failure }
+        if error.code == .io, let failure = Self.failureOf(lastGPXWrite.value.result, output) { return failure }
         return Failure(kind: .invalidContent, message: "cannot write GPX: \(error.message)")
     }
 

@@ -1,5 +1,9 @@
 import LocationCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A gpsd address given as `HOST[:PORT]`: `localhost`, `gps.local:2948`, `192.168.1.5`, `[::1]:2947`.
 package struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// The host name or address (without brackets).
@@ -34,6 +38,15 @@ package struct GPSDEndpoint: Sendable, Hashable, CustomStringConvertible {
         }
         guard !host.isEmpty else { throw bad("the host is empty") }
         guard !host.contains(where: { $0.isWhitespace }) else { throw bad("the host contains spaces") }
+        // More than one colon is an IPv6 address, or a mistake such as host:1:2.
+        if host.contains(":") {
+            var address = in6_addr()
+            // A link-local address may carry its interface (fe80::1%eth0), which inet_pton does not read.
+            let address6 = host.split(separator: "%", maxSplits: 1).first.map(String.init) ?? ""
+            guard inet_pton(AF_INET6, address6, &address) == 1 else {
+                throw bad("'\(host)' is not an IPv6 address (an IPv6 address with a port goes in brackets: [::1]:2947)")
+            }
+        }
         var port = 2947
         if let portText {
             guard let value = Int(portText), (1...65_535).contains(value) else {

@@ -43,6 +43,9 @@ package struct LogRotation: Sendable, Equatable {
         self.gzip = gzip
         let name = String(pattern.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
         let directory = FilePathText.parent(of: pattern)
+        if pattern.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw .usage("--output \(ValueRange.printable(pattern)): a log file name pattern cannot hold control characters (a line break, a tab)")
+        }
         if directory.contains("%") {
             throw .usage("--output \(pattern): fields (%Y, %m, %d, %H, %F, %n) belong in the file name, not in its directory")
         }
@@ -97,6 +100,10 @@ package struct LogRotation: Sendable, Equatable {
 
     /// The file for a fix at `date` (its UTC time), with number `index` for `%n`.
     package func fileName(at date: Date, index: Int = 1) -> String {
+        fileName(at: date, numberText: String(index))
+    }
+
+    private func fileName(at date: Date, numberText: String) -> String {
         // YYYY-MM-DDTHH:MM:SSZ of the whole second.
         let time = Array(RFC3339.string(from: date, fractionDigits: 0).utf8)
         let text = time.count == 20 ? String(decoding: time, as: UTF8.self) : "0000-00-00T00:00:00Z"
@@ -111,7 +118,7 @@ package struct LogRotation: Sendable, Equatable {
                 case "d": result += parts.day
                 case "H": result += parts.hour
                 case "F": result += "\(parts.year)-\(parts.month)-\(parts.day)"
-                case "n": result += String(index)
+                case "n": result += numberText
                 default: result.append(character)
                 }
                 escaping = false
@@ -125,15 +132,31 @@ package struct LogRotation: Sendable, Equatable {
     }
 
     /// The file a log starting at `date` writes: by time, that of `date`; by size, the highest-numbered one
-    /// there is (or number 1).
+    /// there is (numbers `--keep` deleted below it do not matter), or the next number when that one is
+    /// compressed already, or number 1.
     package func currentFile(at date: Date) -> (name: String, index: Int) {
         guard case .size = period else { return (fileName(at: date), 1) }
-        var index = 1
-        while FileManager.default.fileExists(atPath: fileName(at: date, index: index + 1))
-            || FileManager.default.fileExists(atPath: fileName(at: date, index: index + 1) + ".gz")
+        // The name with the date filled in and the number left open.
+        let marker = "\u{1}"
+        let name = String(fileName(at: date, numberText: marker).split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+        let expression = "^" + name.components(separatedBy: marker).map { NSRegularExpression.escapedPattern(for: $0) }
+            .joined(separator: "([0-9]{1,9})") + "(\\.gz)?$"
+        var highest: (index: Int, compressed: Bool)?
+        if let regex = try? NSRegularExpression(pattern: expression),
+            let names = try? FileManager.default.contentsOfDirectory(atPath: FilePathText.parent(of: pattern))
         {
-            index += 1
+            for name in names {
+                guard let match = regex.firstMatch(in: name, range: NSRange(name.startIndex..., in: name)),
+                    let range = Range(match.range(at: 1), in: name), let index = Int(name[range]), index > 0
+                else { continue }
+                let compressed = match.range(at: match.numberOfRanges - 1).location != NSNotFound
+                if highest == nil || index > highest!.index || (index == highest!.index && !compressed) {
+                    highest = (index, compressed)
+                }
+            }
         }
+        guard let highest else { return (fileName(at: date, index: 1), 1) }
+        let index = highest.compressed ? highest.index + 1 : highest.index
         return (fileName(at: date, index: index), index)
     }
 

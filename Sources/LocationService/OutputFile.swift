@@ -9,7 +9,8 @@ import LocationCore
 ///
 /// A path is opened itself, never replaced: an existing file keeps its mode, owner and hard links, a
 /// symbolic link is followed, and a FIFO or a device is written to. A new file is created with mode 0600
-/// (less whatever the umask takes away), because a location history is personal data.
+/// (less whatever the umask takes away), because a location history is personal data. A regular file is
+/// locked (`flock`) while it is written, so a second writer is refused instead of mixing its output in.
 package struct OutputFile: Sendable {
     /// How a write ended.
     package enum WriteResult: Equatable {
@@ -40,6 +41,12 @@ package struct OutputFile: Sendable {
     /// With ``Existing/continueGPX``: whether the file held a document, which the output continues (else
     /// it writes a new one).
     let continuesDocument: Bool
+    /// With ``Existing/continueGPX``: how many bytes of a point cut short were dropped after the file's
+    /// last whole point (see `GPXContinuation`), when it was cut.
+    let repairedCut: Int?
+    /// With ``Existing/continueGPX``: whether the document's root declares the location extension's
+    /// namespace (else the tracks added declare it).
+    let declaresExtensions: Bool
 
     /// Standard output.
     init() {
@@ -47,27 +54,31 @@ package struct OutputFile: Sendable {
         name = "standard output"
         owned = false
         continuesDocument = false
+        repairedCut = nil
+        declaresExtensions = true
     }
 
-    /// The longest tail read to find a GPX document's `</gpx>`: what may follow it is whitespace.
-    static let tailLength = 64 * 1024
-
-    /// Opens `path` to add to what it holds, creating it (0600) if it does not exist, and locks it, so that
-    /// two loggers never write one file.
+    /// Opens `path` for writing, creating it (0600) if it does not exist, and locks a regular file, so that
+    /// two loggers never write one file; `existing` says what becomes of what the file holds. With
+    /// `regularFileOnly` (a rotating log) anything but a regular file is refused, and a FIFO without a
+    /// reader is not waited for.
     ///
     /// - Throws: ``LocationError`` with `.invalidData` when the file cannot be opened, ``LocationError/Code/outputBusy``
     ///   when another process holds its lock, ``LocationError/Code/outputNotContinuable`` when a GPX
-    ///   file does not end with `</gpx>`, and `.invalidConfiguration` for a GPX continuation of a file
-    ///   that is not a regular file (a FIFO has nothing to continue).
-    init(path: String, existing: Existing) throws(LocationError) {
-        guard existing != .truncate else {
-            try self.init(path: path)
-            return
-        }
-        let flags = existing == .append ? O_WRONLY | O_APPEND : O_RDWR
+    ///   file is not a document that can be continued, and `.invalidConfiguration` for a GPX continuation
+    ///   (or a rotating log) of a file that is not a regular file.
+    init(path: String, existing: Existing, regularFileOnly: Bool = false) throws(LocationError) {
+        let verb = existing == .truncate ? "create output file" : "append to"
+        var flags = existing == .continueGPX ? O_RDWR : O_WRONLY
+        // O_TRUNC would cut a file another logger holds locked: it is cut after the lock is taken.
+        if existing == .append { flags |= O_APPEND }
+        if regularFileOnly { flags |= O_NONBLOCK }
         let fd = open(path, flags | O_CREAT | O_CLOEXEC | O_NOCTTY, 0o600)
         guard fd >= 0 else {
-            throw LocationError(.invalidData, "cannot open output file \(path): \(String(cString: strerror(errno)))")
+            if regularFileOnly, errno == ENXIO {
+                throw LocationError(.invalidConfiguration, "cannot write log file \(path): it is not a regular file (a FIFO; a rotating log writes files only)")
+            }
+            throw LocationError(.invalidData, "cannot \(verb) \(path): \(String(cString: strerror(errno)))")
         }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
@@ -76,69 +87,89 @@ package struct OutputFile: Sendable {
             throw LocationError(.invalidData, "cannot inspect output file \(path): \(reason)")
         }
         let isRegular = info.st_mode & S_IFMT == S_IFREG
+        if regularFileOnly {
+            guard isRegular else {
+                Glibc.close(fd)
+                throw LocationError(.invalidConfiguration, "cannot write log file \(path): it is not a regular file (a rotating log writes files only)")
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        }
         if isRegular, flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let reason = errno == EWOULDBLOCK ? "another program is writing it (it holds the file's lock)" : String(cString: strerror(errno))
             Glibc.close(fd)
-            throw LocationError(.outputBusy, "cannot append to \(path): \(reason)")
+            throw LocationError(.outputBusy, "cannot \(verb) \(path): \(reason)")
         }
         var continues = false
-        if existing == .continueGPX {
+        var declares = true
+        var repair: (offset: Int, cut: Int)?
+        switch existing {
+        case .truncate:
+            if isRegular, info.st_size > 0, ftruncate(fd, 0) != 0 {
+                let reason = String(cString: strerror(errno))
+                Glibc.close(fd)
+                throw LocationError(.invalidData, "cannot \(verb) \(path): \(reason)")
+            }
+        case .append:
+            // A line cut short (a full disk, a kill in the middle of a write) is ended, so that the next
+            // record starts a line of its own instead of being glued to the broken one.
+            // The descriptor is write-only (read-write, a FIFO would never see its reader go): the last byte
+            // is read through a second one of the same file.
+            if isRegular, info.st_size > 0 {
+                let reader = open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC)
+                var last: UInt8 = 0x0A
+                if reader >= 0 {
+                    _ = pread(reader, &last, 1, off_t(info.st_size - 1))
+                    Glibc.close(reader)
+                }
+                if last != 0x0A { _ = SystemIO.writeAll(fd, [0x0A]) }
+            }
+        case .continueGPX:
             guard isRegular else {
                 Glibc.close(fd)
                 throw LocationError(.invalidConfiguration, "cannot append GPX to \(path): it is not a regular file (a GPX document can be continued only in a file)")
             }
             if info.st_size > 0 {
-                guard let offset = Self.closingTagOffset(fd, size: Int(info.st_size)) else {
+                let offset: Int
+                switch GPXContinuation.find(in: fd, size: Int(info.st_size)) {
+                case .closingTag(let at)?:
+                    offset = at
+                case .afterLastPoint(let end, let cut)?:
+                    offset = end
+                    repair = (end, cut)
+                case nil:
                     Glibc.close(fd)
                     throw LocationError(
                         .outputNotContinuable,
-                        "cannot append to \(path): it does not end with </gpx> (not GPX, cut short, or still being written by another program); --append adds tracks to a complete GPX document only")
+                        "cannot append to \(path): it does not end with </gpx> (not GPX, or cut short outside a track point); --append adds tracks to a complete GPX document only")
                 }
-                guard lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
-                    let reason = String(cString: strerror(errno))
+                declares = GPXContinuation.rootDeclaresExtensions(in: fd, size: Int(info.st_size))
+                var failure: String?
+                if lseek(fd, off_t(offset), SEEK_SET) < 0 || ftruncate(fd, off_t(offset)) != 0 {
+                    failure = String(cString: strerror(errno))
+                } else if repair != nil, case .failure(let error) = SystemIO.writeAll(fd, GPXContinuation.closingAfterLastPoint) {
+                    failure = error.reason
+                }
+                if let failure {
                     Glibc.close(fd)
-                    throw LocationError(.invalidData, "cannot append to \(path): \(reason)")
+                    throw LocationError(.invalidData, "cannot append to \(path): \(failure)")
                 }
                 continues = true
             }
         }
-        self.init(descriptor: fd, name: path, continuesDocument: continues)
-    }
-
-    private init(descriptor: Int32, name: String, continuesDocument: Bool) {
-        self.descriptor = descriptor
-        self.name = name
-        owned = true
-        self.continuesDocument = continuesDocument
-    }
-
-    /// Where the last `</gpx>` of a file begins, when only whitespace follows it.
-    private static func closingTagOffset(_ fd: Int32, size: Int) -> Int? {
-        let length = min(size, tailLength)
-        var tail = [UInt8](repeating: 0, count: length)
-        let read = tail.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(size - length)) }
-        guard read == length else { return nil }
-        var end = tail.count
-        while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(tail[end - 1]) { end -= 1 }
-        let closing = Array("</gpx>".utf8)
-        guard end >= closing.count, Array(tail[(end - closing.count)..<end]) == closing else { return nil }
-        return size - length + end - closing.count
-    }
-
-    /// Opens `path` for writing, creating it (0600) if it does not exist.
-    ///
-    /// - Throws: ``LocationError`` naming the path and the system's reason (a directory, a read-only
-    ///   place, permission).
-    init(path: String) throws(LocationError) {
-        // O_TRUNC truncates a regular file only; a FIFO or a device is written to as it is.
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0o600)
-        guard fd >= 0 else {
-            throw LocationError(.invalidData, "cannot create output file \(path): \(String(cString: strerror(errno)))")
-        }
         descriptor = fd
         name = path
         owned = true
-        continuesDocument = false
+        continuesDocument = continues
+        repairedCut = repair?.cut
+        declaresExtensions = declares
+    }
+
+    /// Opens `path` for writing, creating it (0600) if it does not exist, cutting what it holds.
+    ///
+    /// - Throws: ``LocationError`` naming the path and the system's reason (a directory, a read-only
+    ///   place, permission), or ``LocationError/Code/outputBusy`` when another program holds its lock.
+    init(path: String) throws(LocationError) {
+        try self.init(path: path, existing: .truncate)
     }
 
     /// Writes all of `bytes`, retrying after interruptions.

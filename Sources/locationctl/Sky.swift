@@ -17,8 +17,10 @@ struct Sky: AsyncParsableCommand {
             the last, separated by an empty line. --format json writes one line per view. Ends after --count \
             views, or on Ctrl-C (exit 130). gpsd sends SKY reports only for a receiver that reports its \
             satellites (NMEA GSV, or its own binary messages): while none comes, a line on standard error \
-            says so. Exits 69 when gpsd cannot be reached, goes away or sends nothing \
-            for --gpsd-watchdog seconds.
+            says so, and the view waits. When gpsd goes away or sends nothing for --gpsd-watchdog seconds, \
+            a line on standard error says so and the view reconnects (--gpsd-reconnect-delay, \
+            --gpsd-max-reconnect-delay), as watch does. Exits 69 when gpsd cannot be reached at the start \
+            or answers the watch with an error.
             """)
 
     @OptionGroup var gpsdOptions: GPSDOptions
@@ -84,7 +86,10 @@ struct Sky: AsyncParsableCommand {
         }
         defer { notice.cancel() }
         do {
-            for try await view in watch.views() {
+            let views = watch.views { error in
+                EventWriter.writeToStandardError("── \(error.message); reconnecting\n")
+            }
+            for try await view in views {
                 notice.cancel()
                 let text: String
                 switch format {

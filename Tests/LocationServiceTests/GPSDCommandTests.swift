@@ -13,7 +13,7 @@ final class FakeGPSD: Sendable {
 
     var port: Int { fake.port }
 
-    init(capture: String, directory: TemporaryDirectory) throws {
+    init(capture: String, directory: TemporaryDirectory, port: Int? = nil) throws {
         guard GPSFakeProcess.isInstalled else { throw LocationError(.sourceUnavailable, "gpsfake is not installed") }
         // gpsfake adds its device to gpsd a moment after gpsd accepts connections; a client that comes in
         // between is told gpsd has no receiver. Wait until gpsd lists it. Now and then a gpsfake's gpsd
@@ -22,7 +22,7 @@ final class FakeGPSD: Sendable {
         // stopped and a fresh one started, once; past that the test fails here, naming what was seen.
         var seen: [String] = []
         for _ in 1...2 {
-            let fake = try GPSFakeProcess(capture: capture, options: ["-c", "0.05", "-W", "30"])
+            let fake = try GPSFakeProcess(capture: capture, port: port, options: ["-c", "0.05", "-W", "30"])
             try fake.waitUntilAccepting()
             if fake.waitUntilDeviceListed(timeout: .seconds(20)) {
                 self.fake = fake

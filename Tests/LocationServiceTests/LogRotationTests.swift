@@ -94,6 +94,49 @@ struct LogRotationTests {
         #expect(lines == fixes.count)
     }
 
+    @Test("--rotate 4k as fast as possible: GPX files move on at their size, each a whole document; a restart after --keep deleted the low numbers goes on from the highest")
+    func sizeWhileFast() throws {
+        let directory = TemporaryDirectory()
+        let (track, _) = try Self.days(in: directory)
+        let pattern = directory.file("log-%n.gpx")
+        let first = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", pattern, "--rotate", "4k", "--keep", "2"], in: directory)
+        #expect(first.status == 0, "\(first.stderr)")
+        let names = LogRotationPatternCheck.files(directory)
+        try #require(names.count == 2, "\(names)")
+        let numbers = names.compactMap { Int($0.dropFirst(4).dropLast(4)) }.sorted()
+        #expect(numbers.count == 2 && numbers[0] > 1 && numbers[1] == numbers[0] + 1, "\(names)")
+        var info = stat()
+        #expect(stat(directory.file("log-\(numbers[0]).gpx"), &info) == 0 && info.st_size >= 4096 && info.st_size < 4096 + 1024, "\(info.st_size) bytes")
+        for name in names { #expect(!(try GPXReader.readLocations(contentsOf: directory.file(name), kinds: [.trackPoint])).isEmpty) }
+        // Each file below the two kept was deleted, and said so.
+        #expect(first.stderr.components(separatedBy: "── log: deleted").count - 1 == numbers[0] - 1)
+
+        let second = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", pattern, "--rotate", "4k", "--keep", "2"], in: directory)
+        #expect(second.status == 0, "\(second.stderr)")
+        let after = LogRotationPatternCheck.files(directory).compactMap { Int($0.dropFirst(4).dropLast(4)) }.sorted()
+        #expect(after.first ?? 0 > numbers[1], "a restart goes on from \(numbers[1]), not from 1: \(after)")
+    }
+
+    @Test("a rotating log whose file is a FIFO is refused at once (64, no wait for a reader); one another logger holds is 73")
+    func rotationRefusesWhatItCannotOwn() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        // The walk's fixes are on 2024-05-01.
+        #expect(mkfifo(directory.file("log-2024-05-01.jsonl"), 0o600) == 0)
+        let fifo = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--output", directory.file("log-%F.jsonl"), "--rotate", "daily"], timeout: 20, in: directory)
+        #expect(fifo.status == 64, "\(fifo.stderr)")
+        #expect(fifo.stderr.contains("not a regular file") && fifo.stderr.split(separator: "\n").count == 1, "\(fifo.stderr)")
+
+        let locked = directory.file("log-2024-05-01.gpx")
+        #expect(FileManager.default.createFile(atPath: locked, contents: Data()))
+        let holder = open(locked, O_RDONLY)
+        defer { close(holder) }
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        let busy = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", directory.file("log-%F.gpx"), "--rotate", "daily"], timeout: 20, in: directory)
+        #expect(busy.status == 73, "\(busy.stderr)")
+        #expect(busy.stderr.contains("another program is writing it"), "\(busy.stderr)")
+    }
+
     @Test("rotation's usage errors: a pattern without the date, without %n, an unknown field, a bad size, --keep or --gzip alone, no --output: exit 64, one line")
     func usage() throws {
         let directory = TemporaryDirectory()
@@ -111,6 +154,7 @@ struct LogRotationTests {
             (["--output", directory.file("log.gpx"), "--gzip"], "--gzip goes with --rotate"),
             (["--rotate", "daily"], "give --output a file name pattern"),
             (["--output", directory.file("log-%F.gpx"), "--rotate", "daily", "--keep", "0"], "--keep"),
+            (["--output", directory.file("log-%F\n.gpx"), "--rotate", "daily"], "control characters"),
         ]
         for (arguments, message) in cases {
             let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx"] + arguments, timeout: 20, in: directory)

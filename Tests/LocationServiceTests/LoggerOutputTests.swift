@@ -48,10 +48,15 @@ struct LoggerOutputTests {
         #expect(try GPXReader.readLocations(contentsOf: empty, kinds: [.trackPoint]).count == 5)
 
         let full = try String(contentsOfFile: empty, encoding: .utf8)
+        let header = #"<?xml version="1.0"?><gpx version="1.1" creator="x" xmlns="http://www.topografix.com/GPX/1/1">"#
         let cases = [
-            ("cut.gpx", String(full.dropLast(10))),  // cut short, as a writer killed mid-write of another program leaves it
             ("notes.txt", "hello\n"),
-            ("trailing.gpx", full + "<!-- more -->\n"),
+            ("junk.gpx", "hello</gpx>\n"),
+            // A route cut short: no track point to continue after.
+            ("route.gpx", header + #"<rte><rtept lat="1" lon="2"></rtept><rtept lat="1""#),
+            // Cut far after its last point: more than a write a full disk cuts.
+            ("waypoints.gpx", header + #"<trk><trkseg><trkpt lat="1" lon="2"></trkpt></trkseg></trk>"#
+                + String(repeating: #"<wpt lat="1" lon="2"><name>a</name></wpt>"#, count: 300)),
         ]
         for (name, content) in cases {
             let path = directory.file(name)
@@ -61,12 +66,88 @@ struct LoggerOutputTests {
             #expect(result.stderr.contains("does not end with </gpx>") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
             #expect(try String(contentsOfFile: path, encoding: .utf8) == content, "\(name) was changed")
         }
-        // Whitespace after </gpx> is fine; what follows it is replaced.
-        let spaced = directory.file("spaced.gpx")
-        try (full + "\n\n  \n").write(toFile: spaced, atomically: false, encoding: .utf8)
-        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", spaced, "--append"], in: directory)
+        // After </gpx>: whitespace (more than 64 KiB of it), a comment; inside it, spaces. What follows it is replaced.
+        let endings = [
+            ("spaced.gpx", full + "\n" + String(repeating: " \n", count: 40_000)),
+            ("comment.gpx", full + "<!-- written by hand -->\n<!-- twice -->\n"),
+            ("tag.gpx", String(full.dropLast(7)) + "</gpx  >\n"),
+        ]
+        for (name, content) in endings {
+            let path = directory.file(name)
+            try content.write(toFile: path, atomically: false, encoding: .utf8)
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(try GPXReader.readLocations(contentsOf: path, kinds: [.trackPoint]).count == 10, "\(name)")
+        }
+    }
+
+    @Test("a GPX file cut inside a point (a full disk, a crash) is continued after its last whole point: the broken rest is dropped, its track closed, and --append says so")
+    func appendRepairsACutPoint() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 20)
+        let source = directory.file("whole.gpx")
+        let made = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", source], in: directory)
+        #expect(made.status == 0, "\(made.stderr)")
+        let full = Array(try String(contentsOfFile: source, encoding: .utf8).utf8)
+        // The start of the 15th point, and 40 bytes into it.
+        var starts: [Int] = []
+        let needle = Array("<trkpt".utf8)
+        for index in 0..<(full.count - needle.count) where full[index..<(index + needle.count)].elementsEqual(needle) { starts.append(index) }
+        try #require(starts.count == 20)
+        let cuts = [("mid-point.gpx", starts[14] + 40, 14), ("mid-closing.gpx", full.count - 10, 20)]
+        for (name, length, whole) in cuts {
+            let path = directory.file(name)
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(full.prefix(length))))
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(result.stderr.contains("ended inside a track point") && result.stderr.contains("dropped"), "\(name): \(result.stderr)")
+            let points = try GPXReader.readLocations(contentsOf: path, kinds: [.trackPoint])
+            #expect(points.count == whole + 20, "\(name): \(points.count) points")
+            #expect(try Self.structure(path).tracks == 2)
+        }
+    }
+
+    @Test("--append adds a track to another program's GPX whose root does not declare our extension namespace: the track declares it, and the document reads back")
+    func appendToForeignDocument() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let path = directory.file("foreign.gpx")
+        let foreign = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
+            + #"<gpx version="1.1" creator="other" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg><trkpt lat="1" lon="2"><time>2025-01-01T00:00:00Z</time></trkpt></trkseg></trk></gpx>"#
+            + "\n"
+        try foreign.write(toFile: path, atomically: false, encoding: .utf8)
+        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try GPXReader.readLocations(contentsOf: spaced, kinds: [.trackPoint]).count == 10)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("<loc:"), "the walk's points carry extension values")
+        let points = try GPXReader.readLocations(contentsOf: path, kinds: [.trackPoint])
+        #expect(points.count == 6)
+        #expect(points.last?.speed != nil, "the extension values read back")
+    }
+
+    @Test("every output to a regular file is locked: a plain --output to a file a logger writes exits 73 and leaves it untouched; JSON --append after a line cut short starts a new line")
+    func plainOutputRespectsTheLock() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 5)
+        let path = directory.file("log.jsonl")
+        try "{\"type\":\"location\",\"latitude\":1,\"longit".write(toFile: path, atomically: false, encoding: .utf8)
+        let appended = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--output", path, "--append"], in: directory)
+        #expect(appended.status == 0, "\(appended.stderr)")
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "{\"type\":\"location\",\"latitude\":1,\"longit")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") }, "\(lines)")
+        #expect(lines.filter { $0.contains(#""type":"location""#) }.count == 6)
+
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let holder = open(path, O_RDONLY)
+        defer { close(holder) }
+        #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+        for extra in [[], ["--append"]] {
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "json", "--output", path] + extra, in: directory)
+            #expect(result.status == 73, "\(extra): \(result.stderr)")
+            #expect(result.stderr.contains("another program is writing it") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
     @Test("--append without a file, GPX --append to a FIFO, --split-gap 0, --min-move -1 or nan: exit 64, one line each")

@@ -66,6 +66,30 @@ struct SkyCommandTests {
         #expect(!result.stdout.contains("\u{1B}"), "no terminal codes when the output is not a terminal")
     }
 
+    @Test("sky goes on through gpsd's restart: one line says gpsd went away, and views come again from the new gpsd", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
+    func reconnects() throws {
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let directory = TemporaryDirectory()
+        var gpsd: FakeGPSD? = try FakeGPSD(capture: capture, directory: directory)
+        let port = try #require(gpsd?.port)
+        let (process, out, err) = try Tool.start(
+            "locationctl", ["sky", "--gpsd", "127.0.0.1:\(port)", "--format", "json", "--gpsd-max-reconnect-delay", "0.5"], in: directory)
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func views() -> Int { ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").count }
+        func errors() -> String { (try? String(contentsOfFile: err, encoding: .utf8)) ?? "" }
+        #expect(eventually(60) { views() >= 1 }, "\(errors())")
+        gpsd = nil
+        #expect(eventually(30) { errors().contains("reconnecting") }, "\(errors())")
+        let before = views()
+        gpsd = try FakeGPSD(capture: capture, directory: directory, port: port)
+        #expect(eventually(60) { views() > before }, "views from the restarted gpsd: \(errors())")
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(errors().components(separatedBy: "reconnecting").count - 1 == 1, "one line for the outage: \(errors())")
+    }
+
     @Test("sky with no gpsd at the address exits 69 in one line naming it")
     func unreachable() throws {
         let directory = TemporaryDirectory()
