@@ -13,6 +13,7 @@ import LocationCore
 /// | `state` | `{"ok":true,"state":"active","executingInBackground":false,"policy":"high"}` (``state(_:executingInBackground:policy:)``) |
 /// | `status` | `{"ok":true,"status":{...}}` (``status(_:)`` or ``status(json:)``) |
 /// | `watch` | `{"ok":true,"watching":true}`, then event lines (``watching(then:)``) |
+/// | `sky` | `{"ok":true,"sequence":7,"sky":{...SkyViewJSON...}}` (``sky(_:sequence:)``) |
 package struct ControlReply: Sendable, Hashable {
     /// The encoded reply, one JSON object ending in `\n`.
     package let line: [UInt8]
@@ -107,6 +108,15 @@ package struct ControlReply: Sendable, Hashable {
     /// line. If `json` is not an object (`{...}`) the reply is a failure with code `internal`.
     package static func status(json: [UInt8]) -> ControlReply {
         member("status", json: json)
+    }
+
+    /// `{"ok":true,"sequence":N,"sky":{...}}`: the answer to `sky`, the view as `SkyViewJSON` writes it,
+    /// or `"sky":null` while there is none newer than the request's `after`.
+    /// `problem` says why no view is coming now (gpsd went away, and the daemon reconnects).
+    package static func sky(_ view: SkyView?, sequence: Int, problem: String? = nil) -> ControlReply {
+        let text = "{\"ok\":true,\"sequence\":\(sequence),\"sky\":\(view.map(SkyViewJSON.object) ?? "null")"
+            + (problem.map { ",\"problem\":\(JSONText.string($0))" } ?? "") + "}\n"
+        return ControlReply(line: Array(text.utf8), isSuccess: true)
     }
 
     /// `{"ok":true,"watching":true}`: the answer to `watch`; `lines` are queued to the watcher right after it.

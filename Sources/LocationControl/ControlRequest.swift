@@ -16,6 +16,7 @@ import LocationCore
 /// | ``apps`` | `{"command":"apps"}` |
 /// | ``remove(app:owner:)`` | `{"command":"remove","app":"tracker"}` (`owner`, a uid, optional; for root) |
 /// | ``acknowledge(batch:)`` | `{"command":"ack","batch":"k3x9.120"}` |
+/// | ``sky(after:)`` | `{"command":"sky","after":12}` (`after` optional) |
 ///
 /// Every request acts on the connection's app: `default` until an `open` names another. Apps belong to the
 /// user who opened them first: two users may each have an app of the same id, and each reaches only their own
@@ -50,9 +51,12 @@ public enum ControlRequest: Sendable, Hashable {
     /// Tells the daemon that the held batch with this id (the `id` of its batch line) has reached its
     /// consumer: the daemon keeps a flushed batch until a consumer of the app says so.
     case acknowledge(batch: String)
+    /// The satellites the daemon's receiver sees: the newest sky view after the one numbered `after` (the
+    /// `sequence` of the last reply), waiting a few seconds for it. Of the receiver, not of an app.
+    case sky(after: Int = 0)
 
     /// The command names the protocol knows, in the order they are documented.
-    public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack"]
+    public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack", "sky"]
 
     /// The app a connection acts on until it opens another.
     public static let defaultApp = "default"
@@ -89,6 +93,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .apps: "apps"
         case .remove: "remove"
         case .acknowledge: "ack"
+        case .sky: "sky"
         }
     }
 
@@ -178,6 +183,12 @@ public enum ControlRequest: Sendable, Hashable {
                 throw ControlError(.badRequest, "\"batch\" is \(batch.utf8.count) bytes long; a batch id is at most 64")
             }
             self = .acknowledge(batch: batch)
+        case "sky":
+            let after = wire.after ?? 0
+            guard after.rounded() == after, after >= 0, after <= 1e15 else {
+                throw ControlError(.badRequest, "\"after\" \(JSONText.number(after)) is not a view's sequence number; use a whole number from 0")
+            }
+            self = .sky(after: Int(after))
         default:
             throw ControlError(
                 .unknownCommand,
@@ -207,6 +218,8 @@ public enum ControlRequest: Sendable, Hashable {
             if let owner { text += ",\"owner\":\(owner)" }
         case .acknowledge(let batch):
             text += ",\"batch\":\(JSONText.string(batch))"
+        case .sky(let after):
+            if after > 0 { text += ",\"after\":\(after)" }
         case .status, .watch, .apps:
             break
         }
@@ -220,6 +233,7 @@ public enum ControlRequest: Sendable, Hashable {
         "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates", "owner"], "apps": ["command"],
         "remove": ["command", "app", "owner"],
         "ack": ["command", "batch"],
+        "sky": ["command", "after"],
     ]
 
     /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
@@ -254,6 +268,7 @@ public enum ControlRequest: Sendable, Hashable {
         var updates: Bool?
         var batch: String?
         var owner: Double?
+        var after: Double?
     }
 
     /// Checks an `owner`: a user id, a whole number from 0 to 4294967294 (4294967295 is no user).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LocationControl
 import LocationCore
 import LocationGPSD
 import LocationService
@@ -10,7 +11,9 @@ struct Sky: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the satellites in view, as gpsd reports them.",
         discussion: """
-            Reads gpsd's SKY reports (the configuration's gpsd, default localhost:2947, or --gpsd) and shows \
+            Reads gpsd's SKY reports (the configuration's gpsd, default localhost:2947, or --gpsd), or \
+            locationd's receiver's with --socket or when no gpsd option is given and locationd answers on its \
+            default socket (as watch does), and shows \
             each satellite's number (PRN), system (GP GPS, GL GLONASS, GA Galileo, BD BeiDou, QZ QZSS, SB \
             SBAS, IR NavIC), elevation, azimuth, signal strength and whether the fix uses it. On a terminal \
             the view is redrawn in place at each report, as cgps does; otherwise each view is printed after \
@@ -25,6 +28,9 @@ struct Sky: AsyncParsableCommand {
 
     @OptionGroup var gpsdOptions: GPSDOptions
 
+    @Option(help: ArgumentHelp("Show the satellites of locationd's receiver, from this control socket.", valueName: "PATH"))
+    var socket: String?
+
     @Option(name: .customLong("config"), help: ArgumentHelp("YAML configuration file, for gpsd's address (default $XDG_CONFIG_HOME/locationd/locationd.yaml if it exists).", valueName: "PATH"))
     var config: String?
 
@@ -35,6 +41,9 @@ struct Sky: AsyncParsableCommand {
     var format: ReportFormat = .text
 
     func validate() throws {
+        if socket != nil, gpsdOptions.isSet {
+            throw ValidationError("--socket reads locationd; it cannot be combined with gpsd options (--gpsd, --device, --gpsd-*)")
+        }
         do { _ = try countArgument?.integer(in: Watch.countRange, for: "--count") } catch { throw ValidationError(error.message) }
     }
 
@@ -51,11 +60,29 @@ struct Sky: AsyncParsableCommand {
             var settings = try await CommandSettings.load(config: config)
             try gpsdOptions.apply(to: &settings)
             let redraws = format == .text && isatty(STDOUT_FILENO) == 1
-            let watch = GPSDSkyWatch(configuration: settings.gpsdConfiguration)
+            let outage: @Sendable (String) -> Void = { reason in
+                EventWriter.writeToStandardError("── \(reason); reconnecting\n")
+            }
+            // As watch: --socket, or (with no gpsd option) a locationd that answers on its default sockets.
+            var daemonSocket = socket
+            if daemonSocket == nil, !gpsdOptions.isSet {
+                daemonSocket = ControlSocketChoice.resolve(flag: nil, settings: settings).candidates.first { (try? ControlClient(path: $0)) != nil }
+            }
+            let views: AsyncThrowingStream<SkyView, any Error>
+            let origin: String
+            if let daemonSocket {
+                views = DaemonSkyViews.views(socket: daemonSocket, outage: outage)
+                origin = "locationd at \(daemonSocket)"
+            } else {
+                let configuration = settings.gpsdConfiguration
+                views = GPSDSkyWatch(configuration: configuration).views { outage($0.message) }
+                origin = "gpsd at \(configuration.endpoint)"
+            }
             let interrupts = await Interrupts.install()
             let format = format
+            let chosenSocket = daemonSocket
             let outcome = await withTaskGroup(of: Outcome.self) { group in
-                group.addTask { await Self.show(watch, format: format, redraws: redraws, count: count) }
+                group.addTask { await Self.show(views, from: origin, socket: chosenSocket, format: format, redraws: redraws, count: count) }
                 group.addTask {
                     for await signal in interrupts { return .interrupted(signal) }
                     return .interrupted(.sigterm)
@@ -73,22 +100,20 @@ struct Sky: AsyncParsableCommand {
     }
 
     /// Writes each view as it comes, until `count` views, the end of the output, or a failure.
-    private static func show(_ watch: GPSDSkyWatch, format: ReportFormat, redraws: Bool, count: Int?) async -> Outcome {
+    private static func show(
+        _ views: AsyncThrowingStream<SkyView, any Error>, from origin: String, socket: String?, format: ReportFormat, redraws: Bool, count: Int?
+    ) async -> Outcome {
         var shown = 0
         // A receiver that does not report its satellites (NMEA without GSV) makes gpsd send no SKY at all,
         // while its fixes keep the connection alive: said once, rather than a silent screen.
-        let endpoint = watch.configuration.endpoint
         let notice = Task {
             try? await Task.sleep(for: .seconds(5))
             guard !Task.isCancelled else { return }
             EventWriter.writeToStandardError(
-                "── no SKY report from gpsd at \(endpoint) yet: its receiver has not reported its satellites (NMEA GSV, or its own messages); still waiting\n")
+                "── no SKY report from \(origin) yet: its receiver has not reported its satellites (NMEA GSV, or its own messages); still waiting\n")
         }
         defer { notice.cancel() }
         do {
-            let views = watch.views { error in
-                EventWriter.writeToStandardError("── \(error.message); reconnecting\n")
-            }
             for try await view in views {
                 notice.cancel()
                 let text: String
@@ -109,7 +134,9 @@ struct Sky: AsyncParsableCommand {
                 shown += 1
                 if let count, shown >= count { return .done }
             }
-            return .failed(.unavailable("gpsd at \(watch.configuration.endpoint) ended the stream"))
+            return .failed(.unavailable("\(origin) ended the stream"))
+        } catch let error as ControlError {
+            return .failed(DaemonClient.failure(error, socket: socket ?? "?"))
         } catch let error as LocationError {
             return .failed(error.code == .sourceUnavailable || error.code == .sourceFailed ? .unavailable(error.message) : .from(error))
         } catch {

@@ -39,40 +39,9 @@ enum SkyViewText {
         return lines
     }
 
-    /// The view as one JSON line: `{"type":"sky","time":…,"timestamp":…,"source":…,"satellitesUsed":N,
-    /// "satellitesVisible":M,"hdop":…,"vdop":…,"pdop":…,"satellites":[{"prn":…,"constellation":…,
-    /// "systemNumber":…,"elevation":…,"azimuth":…,"signalStrength":…,"isUsed":…},…]}`, absent values left out.
+    /// The view as one JSON line (see `SkyViewJSON`, the encoding locationd's `sky` reply uses too).
     static func jsonLine(_ view: SkyView) -> String {
-        var fields = [#""type":"sky""#]
-        if let time = view.time {
-            var seconds: [UInt8] = []
-            RFC3339.appendSeconds(time, to: &seconds)
-            fields.append(#""time":"# + String(decoding: seconds, as: UTF8.self))
-            fields.append(#""timestamp":"# + JSONText.string(RFC3339.string(from: time, fractionDigits: 3)))
-        }
-        if let source = view.source { fields.append(#""source":"# + JSONText.string(source)) }
-        fields.append(#""satellitesUsed":\#(view.usedCount)"#)
-        fields.append(#""satellitesVisible":\#(view.satellites.count)"#)
-        for (name, value) in [("hdop", view.hdop), ("vdop", view.vdop), ("pdop", view.pdop)] {
-            if let value { fields.append("\"\(name)\":\(number(value))") }
-        }
-        let satellites = view.satellites.map { satellite in
-            var parts = [#""prn":\#(satellite.prn)"#]
-            if let constellation = satellite.constellation { parts.append(#""constellation":"\#(constellation.rawValue)""#) }
-            if let number = satellite.systemNumber { parts.append(#""systemNumber":\#(number)"#) }
-            if let value = satellite.elevation { parts.append(#""elevation":"# + number(value)) }
-            if let value = satellite.azimuth { parts.append(#""azimuth":"# + number(value)) }
-            if let value = satellite.signalStrength { parts.append(#""signalStrength":"# + number(value)) }
-            parts.append(#""isUsed":\#(satellite.isUsed)"#)
-            return "{" + parts.joined(separator: ",") + "}"
-        }
-        fields.append(#""satellites":["# + satellites.joined(separator: ",") + "]")
-        return "{" + fields.joined(separator: ",") + "}"
-    }
-
-    /// A finite number as JSON, without a needless `.0`.
-    private static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+        SkyViewJSON.object(view)
     }
 
     private static func pad(_ text: String, _ width: Int) -> String {

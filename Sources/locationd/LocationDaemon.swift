@@ -34,6 +34,9 @@ final class LocationDaemon: Service, Sendable {
     private let server: Locked<ControlServer?> = Locked(nil)
     /// The NMEA socket's consumer, while the daemon runs with one.
     private let nmea: Locked<NMEAConsumer?> = Locked(nil)
+    /// The satellites for `sky` requests: a watch of gpsd's own, made at the first request (`nil` when the
+    /// receiver is not gpsd).
+    private let sky: Locked<SkyRelay?> = Locked(nil)
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let startedAt = ContinuousClock.now
@@ -533,6 +536,7 @@ final class LocationDaemon: Service, Sendable {
         for app in all { await app.manager.waitForPendingDeliveries() }
         for consumer in uplinks { await consumer.stop() }
         if let consumer = nmea.withLock({ $0 }) { await consumer.stop() }
+        sky.withLock { $0 }?.stop()
         receiver.stop()
         control.stop()
         server.withLock { $0 = nil }
@@ -556,6 +560,22 @@ final class LocationDaemon: Service, Sendable {
             let visible = apps.value.values.filter { $0.owner == nil || $0.admits(uid) }
                 .sorted { ($0.id, $0.owner ?? 0) < ($1.id, $1.owner ?? 0) }
             return .apps(visible.map { status(of: $0, for: uid) })
+        case .sky(let after):
+            // The receiver's, not an app's: what it sees of the sky tells no one where anybody is.
+            guard let gpsd = receiver.source as? GPSDLocationSource else {
+                return .failure(LocationError(
+                    .sourceUnavailable, "locationd reads \(receiver.source.name), which reports no satellites; sky shows gpsd's receiver"))
+            }
+            let relay = sky.withLock { relay in
+                if relay == nil { relay = SkyRelay(configuration: gpsd.configuration) }
+                return relay!
+            }
+            do {
+                let answer = try await relay.view(after: after, wait: .seconds(3))
+                return .sky(answer.view, sequence: answer.sequence, problem: answer.problem)
+            } catch {
+                return .failure(error)
+            }
         default:
             guard let app = app(for: connection) else {
                 return .failure("no-app", "this connection acts on no app (its last open failed, or the app was removed): open one first")
@@ -649,7 +669,7 @@ final class LocationDaemon: Service, Sendable {
             } catch {
                 return .failure(error)
             }
-        case .open, .apps, .remove:
+        case .open, .apps, .remove, .sky:
             return .failure(.internalError, "locationd answered \(request.command) as an app's request")
         }
     }

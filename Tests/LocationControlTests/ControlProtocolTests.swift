@@ -23,6 +23,7 @@ struct ControlProtocolTests {
         let requests: [ControlRequest] = [
             .current(timeout: .seconds(5), accuracy: 50), .current(timeout: .milliseconds(1500), accuracy: nil),
             .current(timeout: nil, accuracy: 12.5), .current(timeout: ValueRange.duration(clampingSeconds: 1.70040224), accuracy: nil), .state(set: nil), .state(set: "suspended"), .status, .watch,
+            .sky(after: 0), .sky(after: 12),
         ]
         for request in requests {
             let line = request.jsonLine
@@ -47,6 +48,11 @@ struct ControlProtocolTests {
         ("{\"command\":\"current\",\"accuracy\":-1e-300}", "bad-request"),
         ("{\"command\":42}", "bad-request"),
         ("{\"command\":\"state\",\"set\":\"\"}", "bad-request"),
+        ("{\"command\":\"sky\",\"after\":-1}", "bad-request"),
+        ("{\"command\":\"sky\",\"after\":1.5}", "bad-request"),
+        ("{\"command\":\"sky\",\"after\":1e300}", "bad-request"),
+        ("{\"command\":\"sky\",\"after\":\"7\"}", "bad-request"),
+        ("{\"command\":\"sky\",\"app\":\"x\"}", "bad-request"),
         ("{}", "unknown-command"),
         ("{\"command\":\"fly\"}", "unknown-command"),
     ])
@@ -177,7 +183,7 @@ struct RequestKeyTests {
     func clientRequestsRoundTrip() throws {
         let requests: [ControlRequest] = [
             .current(timeout: .seconds(5), accuracy: 20), .current(timeout: nil, accuracy: nil), .state(set: "background"),
-            .state(set: nil), .status, .watch,
+            .state(set: nil), .status, .watch, .sky(after: 3),
         ]
         for request in requests {
             #expect(try ControlRequest(line: request.jsonLine.dropLast()) == request)

@@ -92,6 +92,8 @@ final class StubHandler: Sendable {
             return .failure(ControlError(.unknownCommand, "this test server keeps no apps"))
         case .acknowledge:
             return .failure(ControlError(.unknownCommand, "this test server sends no batches"))
+        case .sky:
+            return .failure(ControlError(.unknownCommand, "this test server has no receiver"))
         }
     }
 }

@@ -90,6 +90,45 @@ struct SkyCommandTests {
         #expect(errors().components(separatedBy: "reconnecting").count - 1 == 1, "one line for the outage: \(errors())")
     }
 
+    @Test("sky through locationd shows its gpsd's satellites, each as gpsd reported it; a locationd replaying GPX has none to show (69, one line)", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
+    func throughTheDaemon() throws {
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let directory = TemporaryDirectory()
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        let observer = try GPSDWatcher(port: gpsd.port)
+        var reports = observer.read(for: .zero)
+        let daemon = try RunningDaemon(directory: directory, source: ["--gpsd", "127.0.0.1:\(gpsd.port)"], extra: ["--journal", directory.file("held.journal")])
+        let (process, out, err) = try Tool.start("locationctl", ["sky", "--socket", daemon.socket, "--format", "json", "--count", "3"], in: directory)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning, ContinuousClock.now < deadline { reports += observer.read(for: .milliseconds(100)) }
+        if process.isRunning {
+            Issue.record("sky did not end within 60 s")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        reports += observer.read(for: .milliseconds(300))
+        #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+        let views = try jsonObjects(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(String.init))
+        #expect(views.count == 3)
+        let oracle = reports.filter { $0["class"] as? String == "SKY" }.compactMap { $0["satellites"] as? [[String: Any]] }
+        try #require(!oracle.isEmpty, "gpsd sent no SKY with satellites")
+        for view in views {
+            let satellites = try #require(view["satellites"] as? [[String: Any]])
+            let matches = oracle.contains { reported in
+                reported.count == satellites.count && zip(reported, satellites).allSatisfy { gpsd, ours in
+                    gpsd["PRN"] as? Int == ours["prn"] as? Int && gpsd["el"] as? Double == ours["elevation"] as? Double
+                        && gpsd["az"] as? Double == ours["azimuth"] as? Double && gpsd["used"] as? Bool == ours["isUsed"] as? Bool
+                }
+            }
+            #expect(matches, "a view gpsd never reported: \(view)")
+        }
+
+        let replaying = try RunningDaemon(directory: TemporaryDirectory(), points: 50)
+        let none = try Tool.run("locationctl", ["sky", "--socket", replaying.socket, "--count", "1"], timeout: 30, in: directory)
+        #expect(none.status == 69, "\(none.stderr)")
+        #expect(none.stderr.contains("reports no satellites") && none.stderr.split(separator: "\n").count == 1, "\(none.stderr)")
+    }
+
     @Test("sky with no gpsd at the address exits 69 in one line naming it")
     func unreachable() throws {
         let directory = TemporaryDirectory()
