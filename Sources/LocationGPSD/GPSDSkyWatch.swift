@@ -64,7 +64,7 @@ public struct GPSDSkyWatch: Sendable {
                 let session = try GPSDSession(host: configuration.host, port: configuration.port, readsSatellites: true)
                 try session.watch(devicePath: configuration.devicePath)
                 connectedOnce = true
-                switch read(session, configuration, continuation: continuation, stopped: stopped, backoff: &backoff) {
+                switch read(session, configuration, continuation: continuation, stopped: stopped, backoff: &backoff, inOutage: &inOutage) {
                 case .stopped:
                     continuation.finish()
                     return
@@ -103,8 +103,10 @@ public struct GPSDSkyWatch: Sendable {
     /// Reads views until the consumer stops, or gpsd goes away, falls silent or refuses.
     private static func read(
         _ session: borrowing GPSDSession, _ configuration: GPSDConfiguration,
-        continuation: AsyncThrowingStream<SkyView, any Error>.Continuation, stopped: Stopped, backoff: inout ReconnectBackoff
+        continuation: AsyncThrowingStream<SkyView, any Error>.Continuation, stopped: Stopped, backoff: inout ReconnectBackoff,
+        inOutage: inout Bool
     ) -> End {
+        var sawMessage = false
         let endpoint = configuration.endpoint
         let watchdog = configuration.watchdogTimeout
         var lastMessage = ContinuousClock.now
@@ -122,6 +124,9 @@ public struct GPSDSkyWatch: Sendable {
             case .message(let report, _):
                 lastMessage = ContinuousClock.now
                 backoff.reset()
+                // gpsd is back: its next outage is told too.
+                inOutage = false
+                sawMessage = true
                 switch report {
                 case .sky(_, _, _, _, _, let view?):
                     continuation.yield(view)
@@ -130,7 +135,12 @@ public struct GPSDSkyWatch: Sendable {
                 default:
                     break
                 }
-            case .skipped:
+            case .skipped(let problem):
+                // Something else listens there (a web server, ssh): as good as no gpsd at all, as for watch.
+                if problem.isNotGPSD, !sawMessage {
+                    return .refused(LocationError(
+                        .sourceUnavailable, "the peer at \(endpoint) is not speaking gpsd's JSON protocol; it sent \(problem.quotedLine)"))
+                }
                 lastMessage = ContinuousClock.now
             case .partial:
                 continue

@@ -81,6 +81,9 @@ package final class EventWriter: Sendable {
         var keepsDocumentClosed = false
         /// The GPX bytes written to the file when the closing tags were last written after them.
         var closedAtBytes = 0
+        /// Where the closing tags were last written, and which: a write that fails later (a full disk) is
+        /// cut back to there and they are written again, so the file stays a whole document.
+        var lastClose: (offset: Int, tags: [UInt8])?
         /// A rotating log's current file name, and its number for size rotation.
         var fileName: String?
         var fileIndex = 0
@@ -171,6 +174,7 @@ package final class EventWriter: Sendable {
         }
         state.keepsDocumentClosed = format == .gpx && output.isRegularFile
         state.closedAtBytes = 0
+        state.lastClose = nil
         state.gpx = nil
         lastWrite.withLock { $0 = (.written, 0) }
         guard format == .gpx else { return }
@@ -187,6 +191,51 @@ package final class EventWriter: Sendable {
             _ = output.close()
             throw LocationError(.invalidData, "cannot start the GPX output: \(error.message)")
         }
+        // A whole document from the start: the header and the closing tags are in the file before any
+        // point (a logger killed before its first fix leaves an empty document, not an empty file).
+        guard state.keepsDocumentClosed, let gpx = state.gpx else { return }
+        do throws(GPXError) { try gpx.flush() } catch {
+            _ = output.close()
+            throw LocationError(.invalidData, failureOf(lastWrite.value.result, output)?.message ?? "cannot write to \(output.name)")
+        }
+        state.closedAtBytes = lastWrite.value.bytes
+        if let failure = closeProvisionally(&state, tags: gpx.closingTags) {
+            _ = output.close()
+            throw LocationError(.invalidData, failure.message)
+        }
+    }
+
+    /// Writes the closing tags after what is in the file, to be overwritten by the next points; on a failure,
+    /// cuts the file back to the last whole document.
+    private static func closeProvisionally(_ state: inout State, tags: [UInt8]) -> Failure? {
+        let offset = lseek(state.output.descriptor, 0, SEEK_CUR)
+        if let failure = failureOf(state.output.writeProvisionally(tags), state.output) {
+            restoreLastClose(&state)
+            return failure
+        }
+        if offset >= 0 { state.lastClose = (Int(offset), tags) }
+        return nil
+    }
+
+    /// After a failed write to a GPX file kept closed: the file cut after the last whole point the write
+    /// got into it, or else back to where its closing tags were last written, and the closing tags written
+    /// there (the cut frees the room they need), so a full disk leaves a whole document holding every point
+    /// that fit.
+    private static func restoreLastClose(_ state: inout State) {
+        guard state.keepsDocumentClosed, let last = state.lastClose else { return }
+        // Read through a descriptor of its own: the output's may be write-only.
+        let reader = Glibc.open("/proc/self/fd/\(state.output.descriptor)", O_RDONLY | O_CLOEXEC)
+        if reader >= 0 {
+            defer { close(reader) }
+            var info = stat()
+            if fstat(reader, &info) == 0, case .afterLastPoint(let end, _)? = GPXContinuation.find(in: reader, size: Int(info.st_size)),
+                end > last.offset
+            {
+                _ = state.output.restore(closing: GPXContinuation.closingAfterLastPoint + Array("</gpx>\n".utf8), at: end)
+                return
+            }
+        }
+        _ = state.output.restore(closing: last.tags, at: last.offset)
     }
 
     /// Moves a rotating log to the file `event` belongs in, when that is another: by time, the file of its
@@ -324,6 +373,7 @@ package final class EventWriter: Sendable {
         if let gpx = state.gpx, state.failure == nil {
             do throws(GPXError) { try gpx.finish() } catch {
                 state.failure = gpxFailure(error, state.output)
+                Self.restoreLastClose(&state)
             }
             if state.keepsDocumentClosed, state.failure == nil { state.failure = Self.failureOf(state.output.truncateAtOffset(), state.output) }
         }
@@ -463,13 +513,14 @@ package final class EventWriter: Sendable {
                     if flushEachEvent { try state.gpx?.flush() }
                 } catch {
                     state.failure = gpxFailure(error, state.output)
+                    Self.restoreLastClose(&state)
                 }
                 // The closing tags after what reached the file (every event when live, every 64 KiB when
                 // as fast as possible), not after what is still buffered.
                 if state.keepsDocumentClosed, state.failure == nil, let tags = state.gpx?.closingTags,
                     case let written = lastGPXWrite.value.bytes, written != state.closedAtBytes
                 {
-                    state.failure = Self.failureOf(state.output.writeProvisionally(tags), state.output)
+                    state.failure = Self.closeProvisionally(&state, tags: tags)
                     state.closedAtBytes = written
                 }
                 return state.failure != nil

@@ -64,7 +64,11 @@ enum GPXContinuation: Equatable {
         guard let point = lastRange(of: "</trkpt>", in: tail) else { return nil }
         let pointEnd = point + "</trkpt>".utf8.count
         let rest = tail[pointEnd...]
-        guard rest.count <= maximumCutLength, lastRange(of: "</gpx", in: Array(rest)) == nil else { return nil }
+        // A closing `</gpx` cut before its `>` is a cut like any other.
+        if let closing = lastRange(of: "</gpx", in: Array(rest)) {
+            guard !rest.dropFirst(closing).contains(UInt8(ascii: ">")) else { return nil }
+        }
+        guard rest.count <= maximumCutLength else { return nil }
         return .afterLastPoint(end: base + pointEnd, cut: rest.count)
     }
 
@@ -72,7 +76,18 @@ enum GPXContinuation: Equatable {
     /// prefix the writer uses (as every document this project writes does); read from its head.
     static func rootDeclaresExtensions(in fd: Int32, size: Int) -> Bool {
         guard let head = read(fd, from: 0, count: min(size, headLength)) else { return false }
-        return contains(head, "xmlns:\(GPXNamespace.locationPrefix)=\"\(GPXNamespace.location)\"")
+        // The root's own start tag: the first `<gpx` followed by white space or `>`, to its `>` (a
+        // declaration on a track an earlier append added, or in a comment, does not count).
+        let name = Array("<gpx".utf8)
+        var start = 0
+        while start + name.count < head.count {
+            if head[start..<(start + name.count)].elementsEqual(name), isSpace(head[start + name.count]) || head[start + name.count] == UInt8(ascii: ">") {
+                guard let end = head[start...].firstIndex(of: UInt8(ascii: ">")) else { return false }
+                return contains(Array(head[start..<end]), "xmlns:\(GPXNamespace.locationPrefix)=\"\(GPXNamespace.location)\"")
+            }
+            start += 1
+        }
+        return false
     }
 
     /// The tags that close what was open at the last whole point, before a new track.

@@ -6,7 +6,7 @@ package struct LogOutputOptions: ParsableArguments {
     /// Creates the options (ArgumentParser fills them in).
     package init() {}
 
-    @Flag(help: "Add to the --output file instead of replacing it: JSON lines, text and NMEA after what it holds; a GPX document gets a new track in place of its </gpx> (a file that does not end with </gpx> is refused, exit 65). The file is locked while written: a second writer exits 73.")
+    @Flag(help: "Add to the --output file instead of replacing it: JSON lines, text and NMEA after what it holds; a GPX document gets a new track in place of its </gpx> (a file cut inside a point is continued after its last whole one; any other file that does not end with </gpx> is refused, exit 65). The file is locked while written, as every output file is: a second writer exits 73.")
     package var append = false
 
     @Option(name: .customLong("split-gap"), parsing: .unconditional, help: ArgumentHelp("GPX: start a new track segment after a gap in fix time longer than this (\(ValueRange.splitGap)); as gpxlogger -i.", valueName: "SEC"))

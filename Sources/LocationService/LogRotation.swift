@@ -43,7 +43,7 @@ package struct LogRotation: Sendable, Equatable {
         self.gzip = gzip
         let name = String(pattern.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
         let directory = FilePathText.parent(of: pattern)
-        if pattern.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+        if pattern.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
             throw .usage("--output \(ValueRange.printable(pattern)): a log file name pattern cannot hold control characters (a line break, a tab)")
         }
         if directory.contains("%") {

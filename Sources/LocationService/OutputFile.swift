@@ -205,6 +205,15 @@ package struct OutputFile: Sendable {
         return lseek(descriptor, start, SEEK_SET) >= 0 ? .written : .failed(String(cString: strerror(errno)))
     }
 
+    /// Cuts a regular file at `offset` and writes `tags` there, leaving the offset where they begin (after a
+    /// failed write: the last whole document again).
+    func restore(closing tags: [UInt8], at offset: Int) -> WriteResult {
+        guard ftruncate(descriptor, off_t(offset)) == 0, lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else {
+            return .failed(String(cString: strerror(errno)))
+        }
+        return writeProvisionally(tags)
+    }
+
     /// Cuts a regular file at the current offset (dropping provisional bytes beyond it).
     func truncateAtOffset() -> WriteResult {
         let offset = lseek(descriptor, 0, SEEK_CUR)

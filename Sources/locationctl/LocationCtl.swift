@@ -19,6 +19,9 @@ struct LocationCtl: AsyncParsableCommand {
 
     /// Runs the command; every failure is one line on standard error with its exit code.
     static func main() async {
+        // A file size limit reached (ulimit -f) is a failed write to report (EFBIG, exit 74) with the output
+        // left whole, not SIGXFSZ killing the command in the middle of a write.
+        signal(SIGXFSZ, SIG_IGN)
         await CommandMain.run(Self.self)
     }
 }

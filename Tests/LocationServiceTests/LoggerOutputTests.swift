@@ -1,4 +1,5 @@
 import Foundation
+import GPSDTestSupport
 import LocationCore
 import LocationGPX
 import LocationTesting
@@ -94,7 +95,7 @@ struct LoggerOutputTests {
         let needle = Array("<trkpt".utf8)
         for index in 0..<(full.count - needle.count) where full[index..<(index + needle.count)].elementsEqual(needle) { starts.append(index) }
         try #require(starts.count == 20)
-        let cuts = [("mid-point.gpx", starts[14] + 40, 14), ("mid-closing.gpx", full.count - 10, 20)]
+        let cuts = [("mid-point.gpx", starts[14] + 40, 14), ("mid-closing.gpx", full.count - 10, 20), ("in-gpx-tag.gpx", full.count - 2, 20)]
         for (name, length, whole) in cuts {
             let path = directory.file(name)
             #expect(FileManager.default.createFile(atPath: path, contents: Data(full.prefix(length))))
@@ -116,13 +117,48 @@ struct LoggerOutputTests {
             + #"<gpx version="1.1" creator="other" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg><trkpt lat="1" lon="2"><time>2025-01-01T00:00:00Z</time></trkpt></trkseg></trk></gpx>"#
             + "\n"
         try foreign.write(toFile: path, atomically: false, encoding: .utf8)
-        let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
-        #expect(result.status == 0, "\(result.stderr)")
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(text.contains("<loc:"), "the walk's points carry extension values")
-        let points = try GPXReader.readLocations(contentsOf: path, kinds: [.trackPoint])
-        #expect(points.count == 6)
-        #expect(points.last?.speed != nil, "the extension values read back")
+        // Twice: the second append must not take the first one's declaration on its track for the root's.
+        for round in 1...2 {
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", path, "--append"], in: directory)
+            #expect(result.status == 0, "\(result.stderr)")
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(text.contains("<loc:"), "the walk's points carry extension values")
+            #expect(text.components(separatedBy: "<trk xmlns:loc=").count - 1 == round, "each added track declares it")
+            let points = try GPXReader.readLocations(contentsOf: path, kinds: [.trackPoint])
+            #expect(points.count == 1 + 5 * round)
+            #expect(points.last?.speed != nil, "the extension values read back")
+        }
+    }
+
+    @Test("a GPX file is a whole document from the start and after a full disk: an empty document before any point; at the file size limit exit 74 with every point that fit, and --append goes on from there")
+    func wholeAtEveryMoment() throws {
+        let directory = TemporaryDirectory()
+        let track = try directory.track(count: 400)
+        // A logger before its first fix: gpsd that sends nothing (a listening socket that never answers).
+        let silent = try LoopbackTCP.listen()
+        defer { close(silent.fd) }
+        let early = directory.file("early.gpx")
+        let (process, _, _) = try Tool.start("locationctl", ["watch", "--gpsd", "127.0.0.1:\(silent.port)", "--format", "gpx", "--output", early], in: directory)
+        #expect(eventually(20) { ((try? Data(contentsOf: URL(fileURLWithPath: early))) ?? Data()).count > 0 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(try GPXReader.readLocations(contentsOf: early, kinds: [.trackPoint]).isEmpty)
+        #expect(try String(contentsOfFile: early, encoding: .utf8).hasSuffix("</gpx>\n"))
+
+        // A file size limit stands for a full disk: the write that passes it fails (EFBIG).
+        let full = directory.file("full.gpx")
+        for fast in [true, false] {
+            let limited = try Tool.run(
+                "/usr/bin/prlimit", ["--fsize=20000:unlimited", Tool.path("locationctl"), "replay", track, "--format", "gpx", "--output", full] + (fast ? ["--fast"] : ["--speed", "1000000"]),
+                timeout: 60, in: directory)
+            #expect(limited.status == 74, "\(limited.stderr)")
+            #expect(limited.stderr.contains(full), "\(limited.stderr)")
+            let kept = try GPXReader.readLocations(contentsOf: full, kinds: [.trackPoint])
+            #expect(kept.count > 10 && kept.count < 400, "fast \(fast): \(kept.count) points")
+            let more = try Tool.run("locationctl", ["replay", track, "--fast", "--format", "gpx", "--output", full, "--append"], in: directory)
+            #expect(more.status == 0 && !more.stderr.contains("ended inside"), "\(more.stderr)")
+            #expect(try GPXReader.readLocations(contentsOf: full, kinds: [.trackPoint]).count == kept.count + 400)
+        }
     }
 
     @Test("every output to a regular file is locked: a plain --output to a file a logger writes exits 73 and leaves it untouched; JSON --append after a line cut short starts a new line")

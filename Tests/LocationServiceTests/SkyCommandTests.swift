@@ -129,6 +129,29 @@ struct SkyCommandTests {
         #expect(none.stderr.contains("reports no satellites") && none.stderr.split(separator: "\n").count == 1, "\(none.stderr)")
     }
 
+    @Test("sky against a peer that is not gpsd (an ssh banner) exits 69 saying so, instead of reconnecting for ever")
+    func notGPSD() throws {
+        let directory = TemporaryDirectory()
+        let server = try LoopbackTCP.listen()
+        let peer = Thread {
+            // Every connection gets a banner, then is closed.
+            for _ in 0..<20 {
+                let client = accept(server.fd, nil, nil)
+                guard client >= 0 else { return }
+                _ = "SSH-2.0-OpenSSH_9.6\r\n".withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                close(client)
+            }
+        }
+        peer.start()
+        defer {
+            shutdown(server.fd, Int32(SHUT_RDWR))
+            close(server.fd)
+        }
+        let result = try Tool.run("locationctl", ["sky", "--gpsd", "127.0.0.1:\(server.port)", "--count", "1"], timeout: 30, in: directory)
+        #expect(result.status == 69, "\(result.stderr)")
+        #expect(result.stderr.contains("not speaking gpsd") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+    }
+
     @Test("sky with no gpsd at the address exits 69 in one line naming it")
     func unreachable() throws {
         let directory = TemporaryDirectory()
