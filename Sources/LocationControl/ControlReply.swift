@@ -13,7 +13,7 @@ import LocationCore
 /// | `state` | `{"ok":true,"state":"active","executingInBackground":false,"policy":"high"}` (``state(_:executingInBackground:policy:)``) |
 /// | `status` | `{"ok":true,"status":{...}}` (``status(_:)`` or ``status(json:)``) |
 /// | `watch` | `{"ok":true,"watching":true}`, then event lines (``watching(then:)``) |
-/// | `sky` | `{"ok":true,"sequence":7,"sky":{...SkyViewJSON...}}` (``sky(_:sequence:)``) |
+/// | `sky` | `{"ok":true,"sequence":7,"sky":{...SkyViewJSON...}}` (``sky(_:sequence:problem:)``) |
 package struct ControlReply: Sendable, Hashable {
     /// The encoded reply, one JSON object ending in `\n`.
     package let line: [UInt8]

@@ -1,7 +1,7 @@
 import Foundation
 import LocationCore
 
-/// A ``SkyView`` as JSON, one encoding for `locationctl sky --format json` and for locationd's `sky` reply:
+/// A `SkyView` as JSON, one encoding for `locationctl sky --format json` and for locationd's `sky` reply:
 /// `{"type":"sky","time":…,"timestamp":…,"source":…,"satellitesUsed":N,"satellitesVisible":M,"hdop":…,
 /// "vdop":…,"pdop":…,"satellites":[{"prn":…,"constellation":…,"systemNumber":…,"elevation":…,
 /// "azimuth":…,"signalStrength":…,"isUsed":…},…]}`, absent values left out.
