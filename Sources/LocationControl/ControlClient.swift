@@ -99,7 +99,7 @@ public final class ControlClient: Sendable {
 
     /// A reply timeout that outlasts the daemon's own: a `current` timeout plus 5 s, else 10 s.
     public static func defaultTimeout(for request: ControlRequest) -> Duration {
-        if case .current(let timeout?, _) = request { return timeout + .seconds(5) }
+        if case .current(let timeout?, _, _) = request { return timeout + .seconds(5) }
         return .seconds(10)
     }
 

@@ -8,7 +8,7 @@ import LocationCore
 ///
 /// | request | JSON |
 /// |---|---|
-/// | ``current(timeout:accuracy:)`` | `{"command":"current","timeout":5,"accuracy":50}` (both optional; seconds, metres) |
+/// | ``current(timeout:accuracy:maxAge:)`` | `{"command":"current","timeout":5,"accuracy":50,"maxAge":10}` (all optional; seconds, metres, seconds) |
 /// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
 /// | ``status`` | `{"command":"status"}` |
 /// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
@@ -17,6 +17,9 @@ import LocationCore
 /// | ``remove(app:owner:)`` | `{"command":"remove","app":"tracker"}` (`owner`, a uid, optional; for root) |
 /// | ``acknowledge(batch:)`` | `{"command":"ack","batch":"k3x9.120"}` |
 /// | ``sky(after:)`` | `{"command":"sky","after":12}` (`after` optional) |
+/// | ``monitorRegion(_:)`` | `{"command":"region","add":{"identifier":"home","latitude":52.52,"longitude":13.405,"radius":150,"loiteringDelay":60}}` (`loiteringDelay` optional, seconds) |
+/// | ``stopMonitoringRegion(_:)`` | `{"command":"region","remove":"home"}` |
+/// | ``regions`` | `{"command":"regions"}` |
 ///
 /// Every request acts on the connection's app: `default` until an `open` names another. Apps belong to the
 /// user who opened them first: two users may each have an app of the same id, and each reaches only their own
@@ -24,8 +27,9 @@ import LocationCore
 public enum ControlRequest: Sendable, Hashable {
     /// One location: the daemon's last fix if fresh and accurate enough, else the next one.
     ///
-    /// `timeout` bounds the wait; `accuracy` is the horizontal accuracy wanted, in metres.
-    case current(timeout: Duration?, accuracy: Double?)
+    /// `timeout` bounds the wait; `accuracy` is the horizontal accuracy wanted, in metres; `maxAge` is the
+    /// oldest a fix the daemon already has may be to be the answer (by default 2 s): never an older one.
+    case current(timeout: Duration?, accuracy: Double?, maxAge: Duration? = nil)
     /// Reads the application state, or moves it to the state named by `set` (e.g. `background`).
     case state(set: String?)
     /// The daemon's status object.
@@ -54,9 +58,16 @@ public enum ControlRequest: Sendable, Hashable {
     /// The satellites the daemon's receiver sees: the newest sky view after the one numbered `after` (the
     /// `sequence` of the last reply), waiting a few seconds for it. Of the receiver, not of an app.
     case sky(after: Int = 0)
+    /// Starts monitoring a region for the connection's app (replacing one of the same identifier); its
+    /// events reach the app's watchers, and the daemon keeps it across restarts.
+    case monitorRegion(CircularRegion)
+    /// Stops monitoring the app's region with this identifier.
+    case stopMonitoringRegion(String)
+    /// The app's regions and their states.
+    case regions
 
     /// The command names the protocol knows, in the order they are documented.
-    public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack", "sky"]
+    public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack", "sky", "region", "regions"]
 
     /// The app a connection acts on until it opens another.
     public static let defaultApp = "default"
@@ -94,6 +105,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .remove: "remove"
         case .acknowledge: "ack"
         case .sky: "sky"
+        case .monitorRegion, .stopMonitoringRegion: "region"
+        case .regions: "regions"
         }
     }
 
@@ -138,7 +151,15 @@ public enum ControlRequest: Sendable, Hashable {
                     throw ControlError(.badRequest, error.message)
                 }
             }
-            self = .current(timeout: timeout, accuracy: wire.accuracy)
+            var maxAge: Duration?
+            if let seconds = wire.maxAge {
+                do throws(LocationError) {
+                    maxAge = try ValueRange.maximumAge.duration(seconds: seconds, for: "\"maxAge\"")
+                } catch {
+                    throw ControlError(.badRequest, error.message)
+                }
+            }
+            self = .current(timeout: timeout, accuracy: wire.accuracy, maxAge: maxAge)
         case "state":
             if let target = wire.set, target.isEmpty {
                 throw ControlError(.badRequest, "\"set\" must name a state, got an empty string")
@@ -189,6 +210,18 @@ public enum ControlRequest: Sendable, Hashable {
                 throw ControlError(.badRequest, "\"after\" \(JSONText.number(after)) is not a view's sequence number; use a whole number from 0")
             }
             self = .sky(after: Int(after))
+        case "region":
+            switch (wire.add, wire.remove) {
+            case (let region?, nil):
+                self = .monitorRegion(region)
+            case (nil, let identifier?):
+                guard !identifier.isEmpty else { throw ControlError(.badRequest, "\"remove\" names a region: an identifier, not an empty string") }
+                self = .stopMonitoringRegion(identifier)
+            default:
+                throw ControlError(.badRequest, "\"region\" takes either \"add\" (a region) or \"remove\" (an identifier)")
+            }
+        case "regions":
+            self = .regions
         default:
             throw ControlError(
                 .unknownCommand,
@@ -200,11 +233,12 @@ public enum ControlRequest: Sendable, Hashable {
     public var jsonLine: [UInt8] {
         var text = "{\"command\":\"\(command)\""
         switch self {
-        case .current(let timeout, let accuracy):
+        case .current(let timeout, let accuracy, let maxAge):
             if let timeout {
                 text += ",\"timeout\":\(JSONText.number(timeout.seconds))"
             }
             if let accuracy { text += ",\"accuracy\":\(JSONText.number(accuracy))" }
+            if let maxAge { text += ",\"maxAge\":\(JSONText.number(maxAge.seconds))" }
         case .state(let target):
             if let target { text += ",\"set\":\(JSONText.string(target))" }
         case .open(let app, let attach, let create, let policy, let owner):
@@ -220,7 +254,13 @@ public enum ControlRequest: Sendable, Hashable {
             text += ",\"batch\":\(JSONText.string(batch))"
         case .sky(let after):
             if after > 0 { text += ",\"after\":\(after)" }
-        case .status, .watch, .apps:
+        case .monitorRegion(let region):
+            text += ",\"add\":{\"identifier\":\(JSONText.string(region.identifier)),\"latitude\":\(JSONText.number(region.latitude))"
+                + ",\"longitude\":\(JSONText.number(region.longitude)),\"radius\":\(JSONText.number(region.radius))"
+                + (region.loiteringDelay.map { ",\"loiteringDelay\":\(JSONText.number($0.seconds))" } ?? "") + "}"
+        case .stopMonitoringRegion(let identifier):
+            text += ",\"remove\":\(JSONText.string(identifier))"
+        case .status, .watch, .apps, .regions:
             break
         }
         text += "}\n"
@@ -229,11 +269,13 @@ public enum ControlRequest: Sendable, Hashable {
 
     /// The keys each command takes.
     private static let keys: [String: [String]] = [
-        "current": ["command", "timeout", "accuracy"], "state": ["command", "set"],
+        "current": ["command", "timeout", "accuracy", "maxAge"], "state": ["command", "set"],
         "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates", "owner"], "apps": ["command"],
         "remove": ["command", "app", "owner"],
         "ack": ["command", "batch"],
         "sky": ["command", "after"],
+        "region": ["command", "add", "remove"],
+        "regions": ["command"],
     ]
 
     /// Refuses a key the command does not take (`{"command":"state","state":"suspended"}` would otherwise
@@ -245,7 +287,7 @@ public enum ControlRequest: Sendable, Hashable {
             throw ControlError(
                 .badRequest,
                 "\"\(command)\" takes no \"\(unknown)\""
-                    + (takes.isEmpty ? "; it takes no other key" : "; it takes \(takes.joined(separator: " and "))"))
+                    + (takes.isEmpty ? "; it takes no other key" : "; it takes \(takes.dropLast().joined(separator: ", "))\(takes.count > 1 ? " and " : "")\(takes.last!)"))
         }
         if let null = object.keys.sorted().first(where: { object[$0] is NSNull }) {
             throw ControlError(.badRequest, "\"\(null)\" must not be null; leave it out instead")
@@ -269,6 +311,9 @@ public enum ControlRequest: Sendable, Hashable {
         var batch: String?
         var owner: Double?
         var after: Double?
+        var maxAge: Double?
+        var add: CircularRegion?
+        var remove: String?
     }
 
     /// Checks an `owner`: a user id, a whole number from 0 to 4294967294 (4294967295 is no user).
@@ -292,6 +337,7 @@ public enum ControlRequest: Sendable, Hashable {
             if let underlying = context.underlyingError {
                 return "malformed JSON: \((underlying as NSError).userInfo[NSDebugDescriptionErrorKey] ?? underlying)"
             }
+            if let key = context.codingPath.last?.stringValue { return "\"\(key)\": \(context.debugDescription)" }
             return "malformed JSON: \(context.debugDescription)"
         case .valueNotFound(_, let context):
             guard let key = context.codingPath.last?.stringValue else {

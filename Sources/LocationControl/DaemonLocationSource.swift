@@ -316,7 +316,8 @@ public final class DaemonLocationSource: LocationSource {
                 context.report(.status(status))
             case .satellitesInView(let count):
                 context.report(.satellitesInView(count))
-            case .lifecycle, .accuracyPolicy, .applicationStopped:
+            case .lifecycle, .accuracyPolicy, .applicationStopped, .region:
+                // The app's own manager evaluates its own regions on the fixes it gets.
                 // The app's own lifecycle is the truth; the session's follows it.
                 break
             }

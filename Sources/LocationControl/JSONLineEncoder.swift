@@ -95,6 +95,15 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: #","dropped":"#.utf8)
             bytes.append(contentsOf: String(count).utf8)
             bytes.append(contentsOf: "}\n".utf8)
+        case .region(let event):
+            // The region's name and what happened, then the fix that caused it, as a location line has it.
+            bytes.append(contentsOf: #"{"type":"region","region":"#.utf8)
+            bytes.append(contentsOf: JSONText.string(event.region).utf8)
+            bytes.append(contentsOf: #","event":""#.utf8)
+            bytes.append(contentsOf: event.kind.rawValue.utf8)
+            bytes.append(contentsOf: "\",".utf8)
+            appendFields(of: event.location, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
         }
     }
 

@@ -19,6 +19,7 @@ public enum LocationEventDecoder {
         var budget: Double?
         var tasks: [String]?
         var id: String?
+        var region: String?
     }
 
     private struct BatchBody: Decodable {
@@ -56,6 +57,13 @@ public enum LocationEventDecoder {
             do { return EventFrame(.locations([try decoder.decode(Location.self, from: data)], .live)) } catch {
                 throw LocationError(.invalidData, "bad location event: \(preview(line))")
             }
+        case "region":
+            guard let region = header.region, let kind = header.event.flatMap(RegionEvent.Kind.init(rawValue:)),
+                let location = try? decoder.decode(Location.self, from: data)
+            else {
+                throw LocationError(.invalidData, "bad region event: \(preview(line))")
+            }
+            return EventFrame(.region(RegionEvent(region: region, kind: kind, location: location)))
         case "state":
             guard let state = header.state.flatMap(ApplicationState.init(rawValue:)) else {
                 throw LocationError(.invalidData, "bad state event: \(preview(line))")

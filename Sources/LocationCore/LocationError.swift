@@ -23,6 +23,8 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let sourceRecovered: Code = "source-recovered"
         /// No fix arrived within the allowed time.
         public static let noFix: Code = "no-fix"
+        /// Fixes came, but none as accurate as required within the allowed time (the message names the best).
+        public static let accuracyNotMet: Code = "accuracy-not-met"
         /// The receiver had a fix and lost it.
         public static let fixLost: Code = "fix-lost"
         /// An application lifecycle transition that is not allowed from the current state.

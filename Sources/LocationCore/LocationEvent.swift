@@ -23,6 +23,9 @@ public enum LocationEvent: Sendable, Hashable {
     case error(LocationError)
     /// Held fixes were dropped because the batch was full; comes just before the batch is delivered.
     case droppedHeldLocations(Int)
+    /// A monitored region was entered, left or dwelt in (see ``RegionMonitor``): after the locations event
+    /// that carried the fix that caused it, in fix-time order.
+    case region(RegionEvent)
 }
 
 /// How the locations of one ``LocationEvent/locations(_:_:)`` event reached the app.

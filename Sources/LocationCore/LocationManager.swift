@@ -66,6 +66,8 @@ public final class LocationManager: Sendable {
         var keepsAppRunning = false
         /// When ``location`` was received, on the manager's clock.
         var locationReceivedAt: Duration?
+        /// The monitored regions, evaluated on every fix the app is given.
+        var regions = RegionMonitor()
     }
 
     private let state: Locked<State>
@@ -276,6 +278,47 @@ public final class LocationManager: Sendable {
     /// How many fixes are held for the next foreground.
     public var heldCount: Int { state.withLock { $0.batch.count } }
 
+    // MARK: - Regions
+
+    /// Starts monitoring `region` (replacing one of the same identifier) in `state`: `unknown`, or as assumed
+    /// (as `CLMonitor.add(_:identifier:assuming:)`). Its events come as ``LocationEvent/region(_:)``, each
+    /// after the locations event that carried the fix that caused it, in fix-time order: live fixes as they
+    /// come, a held batch when it is delivered (each transition at its own fix).
+    public func startMonitoring(_ region: CircularRegion, assuming state: RegionState = .unknown) {
+        self.state.withLock { $0.regions.add(region, assuming: state) }
+    }
+
+    /// Stops monitoring the region `identifier`; whether it was monitored.
+    @discardableResult
+    public func stopMonitoring(_ identifier: String) -> Bool {
+        state.withLock { $0.regions.remove(identifier) }
+    }
+
+    /// The regions monitored and their states, to save and to restore with ``restoreRegions(_:)`` after a
+    /// restart (the daemon keeps them per app).
+    public var regionSnapshot: RegionMonitor.Snapshot { state.withLock { $0.regions.snapshot } }
+
+    /// Replaces the monitored regions with `snapshot`'s, in the states it holds (a stay inside keeps its start,
+    /// so a dwell still comes at its time).
+    public func restoreRegions(_ snapshot: RegionMonitor.Snapshot) {
+        state.withLock { $0.regions = RegionMonitor(snapshot: snapshot, configuration: $0.regions.configuration) }
+    }
+
+    /// How many regions are monitored.
+    public var regionCount: Int { state.withLock { $0.regions.count } }
+
+    /// The state of the region `identifier`, or `nil` when it is not monitored.
+    public func regionState(of identifier: String) -> RegionState? {
+        state.withLock { $0.regions.state(of: identifier) }
+    }
+
+    /// Queues `locations` for the app, then the region events they cause.
+    private func deliver(_ locations: [Location], _ kind: LocationDelivery, _ state: inout State) {
+        delivery.enqueue(event: .locations(locations, kind))
+        guard state.regions.count > 0 else { return }
+        for event in state.regions.evaluate(locations) { delivery.enqueue(event: .region(event)) }
+    }
+
     /// The held fixes, oldest first (a copy; for tests and diagnostics).
     package var heldLocations: [Location] { state.withLock { $0.batch.peek() } }
 
@@ -364,6 +407,28 @@ public final class LocationManager: Sendable {
         }
     }
 
+    /// Gets one fix no older than `maximumAge`: the last fix at once when it was received that recently (and
+    /// meets `accuracy`), never an older one; else the first new fix that meets `accuracy`, waiting up to
+    /// `timeout` (as ``requestLocation(timeout:desiredAccuracy:)``).
+    ///
+    /// With `accuracy`, it is a bound, not a wish: when no fix that accurate comes in time, it throws
+    /// ``LocationError/Code/accuracyNotMet`` naming the best there was, rather than returning it.
+    /// - Throws: ``LocationError/Code/noFix`` when no fix came at all, ``LocationError/Code/accuracyNotMet``,
+    ///   the source's error if it failed, ``LocationError/Code/cancelled`` if the calling task was cancelled.
+    public func requestLocation(maximumAge: Duration, timeout: Duration, accuracy: Double? = nil) async throws(LocationError) -> Location {
+        // A maximum age of 0 never takes the last fix, even one received this instant.
+        if maximumAge > .zero, let (location, age) = locationWithAge, age >= .zero, age <= maximumAge, AcquisitionSelector.meets(location, accuracy) {
+            return location
+        }
+        let location = try await requestLocation(timeout: timeout, desiredAccuracy: accuracy)
+        guard AcquisitionSelector.meets(location, accuracy) else {
+            let best = location.horizontalAccuracy.map { String(format: "±%.1f m", $0) } ?? "of unknown accuracy"
+            throw LocationError(
+                .accuracyNotMet, "no fix within \(accuracy.map { String(format: "%g", $0) } ?? "?") m came in \(Self.format(timeout)); the best was \(best)")
+        }
+        return location
+    }
+
     /// Requests the one-time delivery of the current location, as Core Location's `requestLocation()`.
     ///
     /// Returns at once. The fix, the first that meets ``desiredAccuracy`` or else the best seen within
@@ -376,7 +441,7 @@ public final class LocationManager: Sendable {
             guard let self else { return }
             do throws(LocationError) {
                 let location = try await self.requestLocation(timeout: timeout)
-                self.delivery.enqueue(event: .locations([location], .live))
+                self.state.withLock { self.deliver([location], .live, &$0) }
             } catch {
                 self.enqueueError(error)
             }
@@ -488,7 +553,7 @@ public final class LocationManager: Sendable {
         // Held fixes (restored from a journal while the app was already in the foreground, or held before
         // the background location mode was turned on) are older than any live fix: they go first.
         if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
-        delivery.enqueue(event: .locations([processed], .live))
+        deliver([processed], .live, &state)
     }
 
     /// Takes fixes that were held for the app elsewhere: into the batch while the app holds (they are
@@ -765,7 +830,7 @@ public final class LocationManager: Sendable {
         }
         if let last = locations.last { state.lastAccepted = last }
         if !locations.isEmpty {
-            delivery.enqueue(event: .locations(locations, .held(reason)))
+            deliver(locations, .held(reason), &state)
         }
         // Whoever handed over held fixes hears that the delegate has them, once it has.
         if !state.heldReceipts.isEmpty {

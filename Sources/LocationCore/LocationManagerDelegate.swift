@@ -27,6 +27,8 @@ public protocol LocationManagerDelegate: AnyObject, Sendable {
     func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int)
     /// Held fixes were dropped because the batch was full; sent just before the batch is delivered.
     func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int)
+    /// A monitored region was entered, left or dwelt in, at the event's fix.
+    func locationManager(_ manager: LocationManager, didUpdateRegion event: RegionEvent)
     /// The next `didUpdateLocations` call carries `count` held fixes, flushed because the app returned to
     /// the foreground (or restored from the journal), rather than a live fix.
     func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int)
@@ -51,6 +53,7 @@ extension LocationManagerDelegate {
         case .sourceStatus(let status): locationManager(manager, didChangeSourceStatus: status)
         case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
         case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
+        case .region(let event): locationManager(manager, didUpdateRegion: event)
         case .lifecycle, .applicationStopped: break
         }
     }
@@ -66,6 +69,8 @@ extension LocationManagerDelegate {
     public func locationManager(_ manager: LocationManager, didUpdateSatellitesInView count: Int) {}
     /// Does nothing.
     public func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int) {}
+    /// Does nothing.
+    public func locationManager(_ manager: LocationManager, didUpdateRegion event: RegionEvent) {}
     /// Does nothing.
     public func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int) {}
 }

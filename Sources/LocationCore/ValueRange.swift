@@ -123,6 +123,8 @@ package struct ValueRange: Sendable, Hashable, CustomStringConvertible {
     package static let positionTimeout = ValueRange(0.001...86_400, unit: "s")
     /// Seconds a `current` request on the control socket may wait (0 answers with the last fix at once).
     package static let requestTimeout = ValueRange(0...86_400, unit: "s")
+    /// The oldest a cached fix may be to answer a one-shot request (`current --max-age`; 0 never takes one).
+    package static let maximumAge = ValueRange(0...86_400, unit: "s")
     /// Seconds a watch may run (about 31.7 years).
     package static let watchDuration = ValueRange(0.001...1_000_000_000, unit: "s")
     /// A gap in fix time that starts a new GPX segment (`--split-gap`).

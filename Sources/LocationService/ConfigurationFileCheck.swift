@@ -32,13 +32,14 @@ package enum ConfigurationFileCheck {
                         "\(path): a key\(prefix.isEmpty ? "" : " under \(prefix)") is \(shape(of: keyNode)), not a name")
                 }
                 let full = prefix.isEmpty ? name : "\(prefix).\(name)"
-                if full == ServiceConfiguration.uplinksKey {
-                    // A list of URLs (each checked when it is read), or nothing.
+                if full == ServiceConfiguration.uplinksKey || full == ServiceConfiguration.regionsKey {
+                    // A list of URLs or regions (each checked when it is read), or nothing.
                     let isEmpty = value.scalar.map { $0.string.isEmpty } ?? false
                     let isList = value.sequence?.allSatisfy { $0.scalar != nil } ?? false
                     guard isEmpty || isList else {
+                        let example = full == ServiceConfiguration.uplinksKey ? "URLs (- mqtt://…)" : "regions (- home=52.52,13.405,150)"
                         throw LocationError(
-                            .invalidConfiguration, "\(path): uplinks expects a list of URLs (- mqtt://…), got \(shape(of: value))")
+                            .invalidConfiguration, "\(path): \(full) expects a list of \(example), got \(shape(of: value))")
                     }
                 } else if let key = known.first(where: { $0.name == full }) {
                     try checkShape(value, of: key, path: path)

@@ -136,7 +136,7 @@ private final class EventAdapter: LocationManagerDelegate {
     /// Passes on one manager event when it says something new, and keeps what the session reports.
     func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
         switch event {
-        case .locations, .droppedHeldLocations:
+        case .locations, .droppedHeldLocations, .region:
             emit(event)
         case .lifecycle(let message):
             record.withLock { $0.lastLifecycle = message }

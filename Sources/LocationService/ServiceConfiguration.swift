@@ -58,6 +58,28 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var uplinksPlace = "--uplink"
     /// The YAML key of the uplinks' list (not a ``ConfigurationKey``: its value is a list).
     package static let uplinksKey = "uplinks"
+    /// `regions` (a list of `NAME=LAT,LON,RADIUS[,DWELL]`), or `--region` (repeatable, replacing the list):
+    /// the regions of the shared app `default`. Default none.
+    package var regionTexts: [String] = []
+    /// Where ``regionTexts`` came from, for messages: `--region`, or `FILE: regions`.
+    package var regionsPlace = "--region"
+    /// The YAML key of the regions' list.
+    package static let regionsKey = "regions"
+
+    /// ``regionTexts`` as regions; checked at start (``checkRegions()``), so none is left out here.
+    package var regions: [CircularRegion] { regionTexts.compactMap { try? RegionOptions.parse($0) } }
+
+    /// Checks every region: a usage failure (64) naming its place and what is wrong.
+    package func checkRegions() throws(CommandFailure) {
+        var seen: Set<String> = []
+        for (index, text) in regionTexts.enumerated() {
+            let region: CircularRegion
+            region = try RegionOptions.parse(text, place: "\(regionsPlace) \(index + 1)")
+            guard seen.insert(region.identifier).inserted else {
+                throw .usage("\(regionsPlace) \(index + 1): the name \(region.identifier) is given twice")
+            }
+        }
+    }
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
     package var distanceFilter: Double?
     /// Seconds between background acquisitions. Key `reduced.interval`, default 60.
@@ -210,6 +232,10 @@ package struct ServiceConfiguration: Sendable, Hashable {
         if let path, let uplinks = reader.stringArray(forKey: ConfigKey(stringLiteral: uplinksKey)) {
             result.uplinks = uplinks
             result.uplinksPlace = "\(path): uplinks"
+        }
+        if let path, let regions = reader.stringArray(forKey: ConfigKey(stringLiteral: regionsKey)) {
+            result.regionTexts = regions
+            result.regionsPlace = "\(path): regions"
         }
         return result
     }

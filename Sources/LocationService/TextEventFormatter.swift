@@ -40,6 +40,8 @@ package enum TextEventFormatter {
             return "!! \(error.code.rawValue): \(TerminalText.escaped(error.message))"
         case .droppedHeldLocations(let count):
             return line(.error(JSONLineEncoder.droppedError(count)))
+        case .region(let event):
+            return "── region \(TerminalText.escaped(event.region)): \(event.kind.rawValue) at " + line(event.location)
         case .sourceStatus(.noFix):
             return "── waiting for a fix"
         case .sourceStatus(.hasFix):

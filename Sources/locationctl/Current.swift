@@ -28,6 +28,9 @@ struct Current: AsyncParsableCommand {
     @Option(name: .customLong("accuracy"), parsing: .unconditional, help: ArgumentHelp("Wait for a fix at least this accurate; exit 75 when none is within the timeout, naming the best there was (\(ValueRange.distance)).", valueName: "METRES"))
     var accuracyArgument: NumberArgument?
 
+    @Option(name: .customLong("max-age"), parsing: .unconditional, help: ArgumentHelp("Through locationd: the oldest its last fix may be to be the answer at once (default 2; \(ValueRange.maximumAge); 0 always waits for a new fix). Never an older one. Straight from gpsd every fix is new.", valueName: "SEC"))
+    var maxAgeArgument: NumberArgument?
+
     @Flag(name: .customLong("best-effort"), help: "With --accuracy: print the best fix within the timeout, exit 0, when none is that accurate (as Core Location's requestLocation).")
     var bestEffort = false
 
@@ -35,6 +38,8 @@ struct Current: AsyncParsableCommand {
     private var timeout: Double { get throws(CommandFailure) { try timeoutArgument?.value(in: .positionTimeout, for: "--timeout") ?? 30 } }
     /// Metres wanted, checked.
     private var accuracy: Double? { get throws(CommandFailure) { try accuracyArgument?.value(in: .distance, for: "--accuracy") } }
+
+    private var maxAge: Double? { get throws(CommandFailure) { try maxAgeArgument?.value(in: .maximumAge, for: "--max-age") } }
 
     @Option(help: OutputFormat.help([.text, .json, .gpx, .nmea]))
     var format: OutputFormat = .text
@@ -49,6 +54,7 @@ struct Current: AsyncParsableCommand {
         do {
             _ = try timeout
             _ = try accuracy
+            _ = try maxAge
         } catch { throw ValidationError(error.message) }
     }
 
@@ -91,7 +97,7 @@ struct Current: AsyncParsableCommand {
         var settings = resolved.settings
         if !gpsdOptions.isSet,
             let location = try await DaemonClient.current(
-                sockets: resolved.sockets, timeout: timeout, accuracy: accuracy, app: daemon.app)
+                sockets: resolved.sockets, timeout: timeout, accuracy: accuracy, maxAge: try maxAge, app: daemon.app)
         {
             return location
         }

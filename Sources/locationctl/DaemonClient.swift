@@ -23,7 +23,7 @@ enum DaemonClient {
         case "not-owner", "unmapped-user": .noPermission("locationd at \(socket): \(error.message)")
         case "app-in-use": .unavailable("locationd at \(socket): \(error.message)")
         // What was named is not there (66, as a missing input file): locationd itself answered.
-        case "no-such-app": .missingInput("locationd at \(socket): \(error.message)")
+        case "no-such-app", "no-such-region": .missingInput("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.journalIO): .cannotCreate("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
         case .tooManyConnections, .shuttingDown, "too-many-apps":
@@ -125,10 +125,12 @@ enum DaemonClient {
 
     /// One position from the first of `sockets` that answers; `nil` when none can be reached or used by this
     /// user and the socket was not named with `--socket`.
-    static func current(sockets: ControlSocketChoice, timeout: Double, accuracy: Double?, app: String? = nil) async throws -> Location? {
+    static func current(
+        sockets: ControlSocketChoice, timeout: Double, accuracy: Double?, maxAge: Double? = nil, app: String? = nil
+    ) async throws -> Location? {
         for socket in sockets.candidates {
             if let location = try await current(
-                socket: socket, timeout: timeout, accuracy: accuracy, required: sockets.isExplicit || app != nil, app: app)
+                socket: socket, timeout: timeout, accuracy: accuracy, maxAge: maxAge, required: sockets.isExplicit || app != nil, app: app)
             {
                 return location
             }
@@ -139,9 +141,9 @@ enum DaemonClient {
     /// One position from the daemon; `nil` when the daemon cannot be reached or used by this user and the socket
     /// was not asked for explicitly.
     static func current(
-        socket: String, timeout: Double, accuracy: Double?, required: Bool, app: String? = nil
+        socket: String, timeout: Double, accuracy: Double?, maxAge: Double? = nil, required: Bool, app: String? = nil
     ) async throws -> Location? {
-        switch await send(.current(timeout: .seconds(timeout), accuracy: accuracy), socket: socket, app: app) {
+        switch await send(.current(timeout: .seconds(timeout), accuracy: accuracy, maxAge: maxAge.map { .seconds($0) }), socket: socket, app: app) {
         case .success(let response):
             do throws(ControlError) { return try response.decode(Location.self, forKey: "location") } catch {
                 throw CommandFailure.badData("locationd at \(socket): \(error.message)")

@@ -14,7 +14,7 @@ struct LocationCtl: AsyncParsableCommand {
             128 + the signal that ended a command. Everything else: locationctl SUBCOMMAND --help, man locationctl.
             """,
         version: ServiceVersion.string,
-        subcommands: [Replay.self, Watch.self, Current.self, Sky.self, State.self, Status.self, Apps.self, Plot.self]
+        subcommands: [Replay.self, Watch.self, Current.self, Sky.self, State.self, Status.self, Apps.self, Region.self, Plot.self]
     )
 
     /// Runs the command; every failure is one line on standard error with its exit code.

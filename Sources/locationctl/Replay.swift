@@ -44,6 +44,8 @@ struct Replay: AsyncParsableCommand {
 
     @OptionGroup var policyOptions: PolicyOptions
 
+    @OptionGroup(title: "Regions") var regionOptions: RegionOptions
+
     func run() async throws {
         try await runReportingFailures {
             try await replay()
@@ -54,6 +56,7 @@ struct Replay: AsyncParsableCommand {
         // `-` is standard input, as for most tools that read files.
         let file = self.file == "-" ? "/dev/stdin" : self.file
         let settings = try await policyOptions.resolve()
+        let regions = try regionOptions.resolve()
         try ReplayOptions.checkReadable(file)
         try OutputPathCheck.check(output, isNot: self.file)
         let script: LifecycleScript
@@ -90,6 +93,7 @@ struct Replay: AsyncParsableCommand {
         let interrupts = await Interrupts.install(hangupReopens: rotates)
         let reopening = rotates ? await Interrupts.reopenOnHangup(writer) : nil
         defer { reopening?.cancel() }
+        for region in regions { manager.startMonitoring(region) }
         manager.startUpdatingLocation()
         let outcome = await withTaskGroup(of: ReplayOutcome.self) { group in
             group.addTask {

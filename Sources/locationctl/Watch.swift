@@ -56,7 +56,12 @@ struct Watch: AsyncParsableCommand {
 
     @OptionGroup(title: "Logging") var logOptions: LogOutputOptions
 
+    @OptionGroup(title: "Regions") var regionOptions: RegionOptions
+
     func validate() throws {
+        if !regionOptions.regions.isEmpty, socket != nil || app != nil {
+            throw ValidationError("--region is evaluated by the manager that reads gpsd here; it cannot be combined with --socket or --app (for an app in locationd: locationctl region add)")
+        }
         if let app {
             if gpsdOptions.isSet { throw ValidationError("--app watches an app in locationd; it cannot be combined with gpsd options") }
             do throws(ControlError) { try ControlRequest.checkApp(app) } catch {
@@ -140,7 +145,7 @@ struct Watch: AsyncParsableCommand {
     }
 
     private func listeningDaemon() async throws -> String? {
-        guard !gpsdOptions.isSet, policy == .high else { return nil }
+        guard !gpsdOptions.isSet, policy == .high, regionOptions.regions.isEmpty else { return nil }
         let settings = try await policyOptions.resolve()
         for candidate in ControlSocketChoice.resolve(flag: nil, settings: settings).candidates {
             if (try? ControlClient(path: candidate)) != nil { return candidate }
@@ -160,6 +165,7 @@ struct Watch: AsyncParsableCommand {
         ) { event in
             limits.handle(EventFrame(event)) { writer.write($0) }
         }
+        for region in try regionOptions.resolve() { session.manager.startMonitoring(region) }
         session.manager.startUpdatingLocation()
         let outcome = await limits.wait(interrupts: interrupts, duration: duration)
         // Fixes held while suspended are delivered at exit, as replay does, rather than thrown away.

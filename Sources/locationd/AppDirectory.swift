@@ -25,9 +25,11 @@ struct AppFiles: Sendable, Hashable {
     var attached: String { journal + ".attached" }
     /// Since when the app has been gone, while its session holds for it.
     var gone: String { journal + ".gone" }
+    /// The app's monitored regions and their states (a `RegionMonitor.Snapshot` as JSON).
+    var regions: String { journal + ".regions" }
 
     /// Every file, the journal first.
-    var all: [String] { [journal, state, journalLock, outbox, outboxLock, policy, attached, gone] }
+    var all: [String] { [journal, state, journalLock, outbox, outboxLock, policy, attached, gone, regions] }
 
     /// Removes every file of the app (an app dropped after `apps.keepAbandoned`).
     func removeAll() {

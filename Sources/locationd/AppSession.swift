@@ -39,6 +39,8 @@ final class AppSession: Sendable {
     }
 
     private let links = Locked(Links())
+    /// Called at every region event, to save the regions' states (set once the session exists).
+    private let regionEventHook = Locked<(@Sendable () -> Void)?>(nil)
     /// The application whose state changes are saved; `nil` before the launch is done and once the daemon stops.
     private let savingState: Locked<Application?>
 
@@ -63,6 +65,7 @@ final class AppSession: Sendable {
             logger.info("the app \(id) has \(outbox.count) flushed fixes no consumer acknowledged; they are sent to its next watcher")
         }
         let links = self.links
+        let regionEventHook = self.regionEventHook
         // Set once the launch is done; until then the launch's own states are not saved (the init saves
         // where it ended). Cleared when the daemon stops, whose own changes are not the app's.
         let launched = Locked<Application?>(nil)
@@ -83,6 +86,8 @@ final class AppSession: Sendable {
             if case .lifecycle = event, let application = launched.withLock({ $0 }) {
                 stateFile?.note(application.applicationState) { error in logger.error("\(error.message)") }
             }
+            // A region's new state is saved as it changes, so that a restart neither repeats nor loses it.
+            if case .region = event { regionEventHook.withLock { $0 }?() }
             let watchers = links.withLock { $0.watchers }
             guard case .locations(let locations, .held(let reason)) = event else {
                 send(.event(event), watchers)
@@ -112,6 +117,7 @@ final class AppSession: Sendable {
             send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
+        regionEventHook.withLock { $0 = { [weak self] in self?.saveRegions() } }
         // The state record names the journal by its inode; a journal rewritten (compacted, cleared) is a new file.
         let application = session.application
         // Before the rename the record accepts the new file too, so that no crash between the two leaves it
@@ -170,6 +176,50 @@ final class AppSession: Sendable {
 
     /// Beside the journal while the app itself is connected.
     var attachedMarker: String? { files?.attached }
+
+    /// The most a regions file may hold: the daemon's 10,000 regions an app, with names of 256 bytes
+    /// escaped at worst, fit several times over.
+    static let regionsFileLimit = 64 << 20
+    /// Saves one at a time, each from the snapshot taken under it: the last save is of the newest state.
+    private let regionSaving = Locked(0)
+
+    /// Writes the app's regions and their states beside its journal (atomically), so that a restart
+    /// resumes them: after every change and every region event. Nothing without a journal.
+    func saveRegions() {
+        guard let path = files?.regions else { return }
+        regionSaving.withLock { saves in
+            saves += 1
+            let snapshot = manager.regionSnapshot
+            guard !snapshot.records.isEmpty else {
+                unlink(path)
+                return
+            }
+            guard let data = try? JSONEncoder().encode(snapshot) else { return }
+            Self.writeSmallFile(path, String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    /// Restores the regions a previous run saved; a file that cannot be read is logged and left for a
+    /// person to look at (renamed `.damaged`), and the app starts with none.
+    func restoreRegions(logger: Logger) {
+        guard let path = files?.regions else { return }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Self.regionsFileLimit else {
+            logger.error("the app \(id)'s regions file \(path) is not a regular file of at most \(Self.regionsFileLimit) bytes; it starts with no regions")
+            return
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count == bytes.count, let snapshot = try? JSONDecoder().decode(RegionMonitor.Snapshot.self, from: Data(bytes)) else {
+            logger.error("the app \(id)'s regions file \(path) cannot be read; it is kept as \(path).damaged and the app starts with no regions")
+            rename(path, path + ".damaged")
+            return
+        }
+        manager.restoreRegions(snapshot)
+    }
 
     /// The session's files beside its journal, when it journals.
     var files: AppFiles? { manager.journalPath.map(AppFiles.init(journal:)) }

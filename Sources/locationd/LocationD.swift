@@ -62,6 +62,11 @@ struct LocationD: AsyncParsableCommand {
         valueName: "URL"))
     var uplink: [String] = []
 
+    @Option(name: .customLong("region"), parsing: .unconditionalSingleValue, help: ArgumentHelp(
+        "A region the shared app default monitors (repeatable; replaces the configuration's regions list): its enter, exit and dwell events reach default's watchers; with --journal its state survives restarts. Other apps add their own with locationctl region.",
+        valueName: "NAME=LAT,LON,RADIUS[,DWELL]"))
+    var region: [String] = []
+
     @Option(help: ArgumentHelp(
         "Lifecycle state at start. Default: with --journal, the state the daemon last had (saved in JOURNAL.state), else active; given explicitly, it overrides the saved state.",
         valueName: "active|background|suspended"))
@@ -114,6 +119,11 @@ struct LocationD: AsyncParsableCommand {
                 settings.uplinks = uplink
                 settings.uplinksPlace = "--uplink"
             }
+            if !region.isEmpty {
+                settings.regionTexts = region
+                settings.regionsPlace = "--region"
+            }
+            try settings.checkRegions()
             // Each URL and the files it names checked before anything starts (--check-config too).
             var uplinkNames: [String: Int] = [:]
             for (index, text) in settings.uplinks.enumerated() {

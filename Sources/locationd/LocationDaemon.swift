@@ -42,6 +42,8 @@ final class LocationDaemon: Service, Sendable {
     private let startedAt = ContinuousClock.now
     /// A fix that arrived this recently is answered to `current` at once.
     private static let freshFixAge: Duration = .seconds(2)
+    /// The most regions one app may monitor in the daemon (the library has no limit).
+    static let maximumRegionsPerApp = 10_000
 
     init(
         source: any LocationSource, settings: ServiceConfiguration, explicitState: ApplicationState?, logger: Logger,
@@ -76,6 +78,9 @@ final class LocationDaemon: Service, Sendable {
         }
         apps = Locked([AppKey.shared: defaultApp])
         uplinks = try Self.makeUplinks(settings: settings, receiver: receiver, logger: logger)
+        // The shared app's regions, as a previous run left them, then as configured: before its first fix.
+        defaultApp.restoreRegions(logger: logger)
+        if !settings.regions.isEmpty { applyConfiguredRegions(to: defaultApp) }
         restoreApps()
     }
 
@@ -197,6 +202,9 @@ final class LocationDaemon: Service, Sendable {
         let app = try AppSession(
             id: id, owner: owner, source: receiver.tap(), settings: appSettings, startState: startState,
             stateFile: stateFile, logger: logger, now: now, send: Self.sender(server: server))
+        // Its regions before its first fix, so that none goes unevaluated (a file a removal left is gone
+        // already: see above).
+        app.restoreRegions(logger: logger)
         app.manager.startUpdatingLocation()
         guard restoring else { return app }
         // Restored: the app's own policy as its opens left it (its updates on or off included).
@@ -602,7 +610,7 @@ final class LocationDaemon: Service, Sendable {
         let application = app.application
         let session = app.session
         switch request {
-        case .current(let timeout, let accuracy):
+        case .current(let timeout, let accuracy, let maxAge):
             // A source that is down answers at once with its own reason, rather than after the timeout.
             if let outage = session.outage {
                 return .failure(LocationError(.sourceUnavailable, outage.message(source: manager.source.name)))
@@ -611,12 +619,16 @@ final class LocationDaemon: Service, Sendable {
             // A replay that has ended keeps its last fix: asking the manager would start it again from
             // its first point.
             if manager.sourceStatus == .ended {
-                guard let location = manager.location else {
+                guard let (location, age) = manager.locationWithAge else {
                     return .failure(LocationError(.noFix, "\(manager.source.name) ended before any fix"))
+                }
+                // Asked for a fix no older than that: an ended source has none newer to give.
+                if let maxAge, age > maxAge {
+                    return .failure(LocationError(.noFix, "\(manager.source.name) has ended; its last fix is \(Int(age.seconds)) s old, older than the \(ValueRange.text(maxAge.seconds)) s asked for"))
                 }
                 return .location(location)
             }
-            if let (location, age) = manager.locationWithAge, age <= Self.freshFixAge,
+            if let (location, age) = manager.locationWithAge, age <= maxAge ?? Self.freshFixAge,
                 AcquisitionSelector.meets(location, accuracy)
             {
                 return .location(location)
@@ -669,9 +681,36 @@ final class LocationDaemon: Service, Sendable {
             } catch {
                 return .failure(error)
             }
+        case .monitorRegion(let region):
+            // Bounded: any local user may add to an app of theirs (or to the shared one), and each region is
+            // saved and evaluated.
+            if app.manager.regionState(of: region.identifier) == nil, app.manager.regionCount >= Self.maximumRegionsPerApp {
+                return .failure("too-many-regions", "the app \(app.id) monitors \(Self.maximumRegionsPerApp) regions, the most locationd keeps for one app; remove one first")
+            }
+            app.manager.startMonitoring(region)
+            app.saveRegions()
+            return .success(RegionList(app.manager.regionSnapshot.records.filter { $0.region.identifier == region.identifier }))
+        case .stopMonitoringRegion(let identifier):
+            guard app.manager.stopMonitoring(identifier) else {
+                return .failure("no-such-region", "the app \(app.id) monitors no region \(JSONText.string(identifier))")
+            }
+            app.saveRegions()
+            return .success(RegionList([]))
+        case .regions:
+            return .success(RegionList(app.manager.regionSnapshot.records))
         case .open, .apps, .remove, .sky:
             return .failure(.internalError, "locationd answered \(request.command) as an app's request")
         }
+    }
+
+    /// The regions of `--region` (YAML `regions:`) on the shared app `default`: added when new or changed, a
+    /// region it already monitors as configured keeps its state (a restart gives no second enter).
+    private func applyConfiguredRegions(to app: AppSession) {
+        let existing = Dictionary(app.manager.regionSnapshot.records.map { ($0.region.identifier, $0.region) }, uniquingKeysWith: { a, _ in a })
+        for region in settings.regions where existing[region.identifier] != region {
+            app.manager.startMonitoring(region)
+        }
+        app.saveRegions()
     }
 
     /// One app's status, with the receiver's and, for root (`viewer` 0), the daemon's: how many apps there

@@ -24,6 +24,9 @@ struct ControlProtocolTests {
             .current(timeout: .seconds(5), accuracy: 50), .current(timeout: .milliseconds(1500), accuracy: nil),
             .current(timeout: nil, accuracy: 12.5), .current(timeout: ValueRange.duration(clampingSeconds: 1.70040224), accuracy: nil), .state(set: nil), .state(set: "suspended"), .status, .watch,
             .sky(after: 0), .sky(after: 12),
+            .monitorRegion(try CircularRegion(identifier: "home \"1\"", latitude: 52.52, longitude: 13.405, radius: 150, loiteringDelay: .seconds(60))),
+            .monitorRegion(try CircularRegion(identifier: "x", latitude: -90, longitude: 180, radius: 0)),
+            .stopMonitoringRegion("home"), .regions,
         ]
         for request in requests {
             let line = request.jsonLine
@@ -53,6 +56,15 @@ struct ControlProtocolTests {
         ("{\"command\":\"sky\",\"after\":1e300}", "bad-request"),
         ("{\"command\":\"sky\",\"after\":\"7\"}", "bad-request"),
         ("{\"command\":\"sky\",\"app\":\"x\"}", "bad-request"),
+        ("{\"command\":\"region\"}", "bad-request"),
+        ("{\"command\":\"region\",\"remove\":\"\"}", "bad-request"),
+        ("{\"command\":\"region\",\"remove\":null}", "bad-request"),
+        ("{\"command\":\"region\",\"remove\":\"a\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":91,\"longitude\":1,\"radius\":1}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1e999}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1,\"loiteringDelay\":-1}}", "bad-request"),
+        ("{\"command\":\"regions\",\"add\":1}", "bad-request"),
         ("{}", "unknown-command"),
         ("{\"command\":\"fly\"}", "unknown-command"),
     ])
@@ -169,7 +181,7 @@ struct RequestKeyTests {
             (#"{"command":"state","state":"suspended"}"#, #""state" takes no "state"; it takes "set""#),
             (#"{"command":"state","set":null}"#, #""set" must not be null; leave it out instead"#),
             (#"{"command":"status","verbose":true}"#, #""status" takes no "verbose"; it takes no other key"#),
-            (#"{"command":"current","timeout":5,"acuracy":3}"#, #""current" takes no "acuracy"; it takes "timeout" and "accuracy""#),
+            (#"{"command":"current","timeout":5,"acuracy":3}"#, #""current" takes no "acuracy"; it takes "timeout", "accuracy" and "maxAge""#),
           ])
     func unknownKeysAreRefused(line: String, message: String) {
         #expect {

@@ -68,7 +68,7 @@ final class StubHandler: Sendable {
     func answer(_ request: ControlRequest, _ connection: ControlConnection) async -> ControlReply {
         requests.withLock { $0.append(request) }
         switch request {
-        case .current(let timeout, _):
+        case .current(let timeout, _, _):
             if timeout == .zero { return .failure(LocationError(.noFix, "no fix within 0 s")) }
             return .location(Self.location)
         case .state(let target):
@@ -94,6 +94,8 @@ final class StubHandler: Sendable {
             return .failure(ControlError(.unknownCommand, "this test server sends no batches"))
         case .sky:
             return .failure(ControlError(.unknownCommand, "this test server has no receiver"))
+        case .monitorRegion, .stopMonitoringRegion, .regions:
+            return .failure(ControlError(.unknownCommand, "this test server keeps no regions"))
         }
     }
 }

@@ -22,7 +22,7 @@ struct AbandonedRequestTests {
         let socketPath = directory.file("control.sock")
         // What locationd does with `current`: wait for the manager's fix.
         let server = try ControlServer(path: socketPath) { request, _ in
-            guard case .current(let timeout, let accuracy) = request else { return .failure(LocationError(.sourceFailed, "unexpected")) }
+            guard case .current(let timeout, let accuracy, _) = request else { return .failure(LocationError(.sourceFailed, "unexpected")) }
             do throws(LocationError) {
                 return .location(try await manager.requestLocation(timeout: timeout ?? .seconds(30), desiredAccuracy: accuracy))
             } catch {

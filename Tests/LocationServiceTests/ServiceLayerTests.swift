@@ -142,6 +142,7 @@ struct ServiceLayerTests {
         case .satellitesInView: 5
         case .error: 6
         case .droppedHeldLocations: 7
+        case .region: 8
         }
     }
 
@@ -163,6 +164,9 @@ struct ServiceLayerTests {
             EventFrame(.accuracyPolicy(.reduced)), EventFrame(.accuracyPolicy(.high)),
             EventFrame(.sourceStatus(.noFix)), EventFrame(.sourceStatus(.hasFix)), EventFrame(.sourceStatus(.ended)),
             EventFrame(.satellitesInView(0)), EventFrame(.satellitesInView(31)), EventFrame(.droppedHeldLocations(7)),
+            EventFrame(.region(RegionEvent(region: "home \"1\"", kind: .enter, location: LocationFixtures.walk(4)))),
+            EventFrame(.region(RegionEvent(region: "h", kind: .exit, location: LocationFixtures.walk(5)))),
+            EventFrame(.region(RegionEvent(region: "ü", kind: .dwell, location: LocationFixtures.walk(6)))),
         ]
         for frame in frames {
             let line = JSONLineEncoder.line(frame)
@@ -172,7 +176,7 @@ struct ServiceLayerTests {
             #expect((try? JSONSerialization.jsonObject(with: Data(line))) != nil)
         }
         // Every case of LocationEvent is in the list above.
-        #expect(Set(frames.map { Self.kind($0.event) }).count == 8)
+        #expect(Set(frames.map { Self.kind($0.event) }).count == 9)
         #expect(String(decoding: JSONLineEncoder.line(.lifecycle(.didEnterBackground)), as: UTF8.self)
             == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}"# + "\n")
         // What a client that does not know the newer keys reads stays the same: the state, the error.

@@ -1,15 +1,15 @@
 // locationbench: every headline figure of the project next to its peers, measured in one run.
 //
 //   swift run -c release locationbench [--quick] [--json] [--runs N] [--only ITEMS]
-//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live|fleet [OPTIONS]   one focused measurement (below)
+//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live|fleet|regions [OPTIONS]   one focused measurement (below)
 //
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
 // with the subcommands: `batch` (held batch, flush, journal: BatchCommand), `gpx` (GPX readers side by side
 // at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand), `apps` (locationd
 // serving many apps: AppsCommand), `uplink` (an uplink's drain to a broker: UplinkCommand), `uplink-live` (fix → broker
-// latency at 1 Hz and a broker restart, beside a shell bridge: UplinkLiveCommand) and `fleet` (100
-// daemons into one broker: FleetCommand).
+// latency at 1 Hz and a broker restart, beside a shell bridge: UplinkLiveCommand), `fleet` (100
+// daemons into one broker: FleetCommand) and `regions` (region evaluation per fix: RegionsCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
@@ -21,6 +21,7 @@ GPXReadChild.runIfRequested(CommandLine.arguments)
 let subcommands: [String: @Sendable ([String]) async throws -> Void] = [
     "batch": BatchCommand.run, "gpx": GPXCommand.run, "gpsd": GPSDCommand.run, "apps": AppsCommand.run,
     "uplink": UplinkCommand.run, "uplink-live": UplinkLiveCommand.run, "fleet": FleetCommand.run,
+    "regions": RegionsCommand.run,
 ]
 if let name = CommandLine.arguments.dropFirst().first, let subcommand = subcommands[name] {
     try await subcommand(Array(CommandLine.arguments.dropFirst(2)))
