@@ -215,7 +215,9 @@ public enum ControlRequest: Sendable, Hashable {
             case (let region?, nil):
                 self = .monitorRegion(region)
             case (nil, let identifier?):
-                guard !identifier.isEmpty else { throw ControlError(.badRequest, "\"remove\" names a region: an identifier, not an empty string") }
+                guard !identifier.isEmpty, identifier.utf8.count <= CircularRegion.maximumIdentifierLength else {
+                    throw ControlError(.badRequest, "\"remove\" names a region: an identifier of 1 to \(CircularRegion.maximumIdentifierLength) bytes")
+                }
                 self = .stopMonitoringRegion(identifier)
             default:
                 throw ControlError(.badRequest, "\"region\" takes either \"add\" (a region) or \"remove\" (an identifier)")
@@ -291,6 +293,20 @@ public enum ControlRequest: Sendable, Hashable {
         }
         if let null = object.keys.sorted().first(where: { object[$0] is NSNull }) {
             throw ControlError(.badRequest, "\"\(null)\" must not be null; leave it out instead")
+        }
+        // A region's own keys, as strictly: a misspelt "loiteringdelay" would otherwise add a region without
+        // the dwell its client believes it asked for.
+        if command == "region", let add = object["add"] {
+            guard let region = add as? [String: Any] else {
+                throw ControlError(.badRequest, "\"add\" is a region: an object with \"identifier\", \"latitude\", \"longitude\", \"radius\" and optionally \"loiteringDelay\"")
+            }
+            let keys = ["identifier", "latitude", "longitude", "radius", "loiteringDelay"]
+            if let unknown = region.keys.sorted().first(where: { !keys.contains($0) }) {
+                throw ControlError(.badRequest, "a region takes no \"\(ValueRange.printable(unknown))\"; it takes \"identifier\", \"latitude\", \"longitude\", \"radius\" and \"loiteringDelay\"")
+            }
+            if let null = region.keys.sorted().first(where: { region[$0] is NSNull }) {
+                throw ControlError(.badRequest, "a region's \"\(null)\" must not be null; leave it out instead")
+            }
         }
     }
 

@@ -28,12 +28,13 @@ public struct CircularRegion: Sendable, Hashable, Codable {
         identifier: String, latitude: Double, longitude: Double, radius: Double, loiteringDelay: Duration? = nil
     ) throws(LocationError) {
         func bad(_ reason: String) -> LocationError {
-            LocationError(.invalidConfiguration, "region \(identifier.debugDescription): \(reason)")
+            let shown = identifier.count > 64 ? String(identifier.prefix(64)).debugDescription + "…" : identifier.debugDescription
+            return LocationError(.invalidConfiguration, "region \(shown): \(reason)")
         }
         guard !identifier.isEmpty, identifier.utf8.count <= Self.maximumIdentifierLength,
-            !identifier.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+            !identifier.unicodeScalars.contains(where: Self.isHidden)
         else {
-            throw bad("an identifier is 1 to \(Self.maximumIdentifierLength) bytes without control characters")
+            throw bad("an identifier is 1 to \(Self.maximumIdentifierLength) bytes without control or invisible formatting characters")
         }
         guard latitude.isFinite, abs(latitude) <= 90 else { throw bad("latitude \(latitude) is outside −90…90") }
         guard longitude.isFinite, abs(longitude) <= 180 else { throw bad("longitude \(longitude) is outside −180…180") }
@@ -79,6 +80,15 @@ public struct CircularRegion: Sendable, Hashable, Codable {
         try container.encode(longitude, forKey: .longitude)
         try container.encode(radius, forKey: .radius)
         try container.encodeIfPresent(loiteringDelay?.seconds, forKey: .loiteringDelay)
+    }
+
+    /// Control characters, and the invisible ones that reorder or break a line on a terminal (U+202E, U+2028).
+    private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return true }
+        switch scalar.properties.generalCategory {
+        case .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
     }
 
     /// The distance in metres from the centre to `location`.

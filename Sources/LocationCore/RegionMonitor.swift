@@ -12,8 +12,10 @@ import Foundation
 ///   nothing and breaks no run of exit fixes. A fix of unknown accuracy counts as exact.
 /// - A region starts `unknown` (or as assumed when added): the first fix inside enters it; a fix clearly
 ///   outside makes it `outside` without an event.
-/// - Fixes count in fix-time order: one no newer than the last evaluated (the same fix again, a batch
-///   delivered twice after a crash, a late fix) changes nothing.
+/// - Fixes count in fix-time order: one no newer than the last evaluated, by up to a day (the same fix
+///   again, a batch delivered twice after a crash, a late fix), changes nothing. One more than a day older is
+///   taken as the clock having been wrong before (a receiver's bogus date once), not as late: it counts, and
+///   the order starts again from it, so one fix dated in the future cannot silence the regions for good.
 ///
 /// Each fix costs the regions near it, not all of them: regions are indexed in a grid of 1° cells by how
 /// far a fix can be and still matter to them (radius, exit margin and the accuracy limit), and only those of
@@ -75,6 +77,9 @@ public struct RegionMonitor: Sendable {
     /// The fix time of the last fix evaluated.
     private var lastFixTime: Date?
 
+    /// How much older than the last fix evaluated a fix may be and still be taken as late (and skipped).
+    static let lateFixWindow: TimeInterval = 86_400
+
     /// The most cells a region may take in the index; a larger one is looked at on every fix.
     static let maximumCells = 4096
     /// Metres in a degree of latitude.
@@ -116,6 +121,9 @@ public struct RegionMonitor: Sendable {
     /// `state`: `unknown` by default, or as assumed (as `CLMonitor.add(_:identifier:assuming:)`), so that a
     /// region the device is known to be in gives no enter at the first fix.
     public mutating func add(_ region: CircularRegion, assuming state: RegionState = .unknown) {
+        // The same region again (an app registering its regions at every launch) keeps its state: a second
+        // enter without an exit would be a lie.
+        if state == .unknown, let slot = slots[region.identifier], records[slot]?.region == region { return }
         remove(region.identifier)
         insert(RegionRecord(region: region, state: state, exitVotes: 0, enteredAt: nil, dwelt: false))
     }
@@ -154,7 +162,7 @@ public struct RegionMonitor: Sendable {
         guard !slots.isEmpty, location.hasValidCoordinate else { return }
         let accuracy = location.horizontalAccuracy.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? 0
         guard accuracy <= configuration.accuracyLimit else { return }
-        if let last = lastFixTime, location.timestamp <= last { return }
+        if let last = lastFixTime, location.timestamp <= last, last.timeIntervalSince(location.timestamp) < Self.lateFixWindow { return }
         lastFixTime = location.timestamp
         var candidates = inside.union(large).union(unswept)
         unswept.removeAll()
@@ -162,9 +170,7 @@ public struct RegionMonitor: Sendable {
         let first = events.count
         for slot in candidates {
             guard var record = records[slot] else { continue }
-            if let event = Self.step(&record, location, accuracy: accuracy, confirmations: configuration.exitConfirmations) {
-                events.append(event)
-            }
+            Self.step(&record, location, accuracy: accuracy, confirmations: configuration.exitConfirmations, into: &events)
             records[slot] = record
             if record.state == .inside { inside.insert(slot) } else { inside.remove(slot) }
         }
@@ -172,7 +178,9 @@ public struct RegionMonitor: Sendable {
     }
 
     /// One region's response to one fix.
-    private static func step(_ record: inout RegionRecord, _ location: Location, accuracy: Double, confirmations: Int) -> RegionEvent? {
+    private static func step(
+        _ record: inout RegionRecord, _ location: Location, accuracy: Double, confirmations: Int, into events: inout [RegionEvent]
+    ) {
         let region = record.region
         let distance = region.distance(to: location)
         let isInside = distance <= region.radius
@@ -184,30 +192,36 @@ public struct RegionMonitor: Sendable {
                 record.exitVotes = 0
                 record.enteredAt = location.timestamp
                 record.dwelt = false
-                return RegionEvent(region: region.identifier, kind: .enter, location: location)
+                events.append(RegionEvent(region: region.identifier, kind: .enter, location: location))
+                // A dwell of 0 is met at the entering fix itself.
+                dwellIfDue(&record, location, into: &events)
+            } else if isClearlyOutside {
+                record.state = .outside
             }
-            if isClearlyOutside { record.state = .outside }
-            return nil
         case .inside:
             if isClearlyOutside {
                 record.exitVotes += 1
-                guard record.exitVotes >= confirmations else { return nil }
+                guard record.exitVotes >= confirmations else { return }
                 record.state = .outside
                 record.exitVotes = 0
                 record.enteredAt = nil
-                return RegionEvent(region: region.identifier, kind: .exit, location: location)
+                events.append(RegionEvent(region: region.identifier, kind: .exit, location: location))
+                return
             }
             record.exitVotes = 0
             // An assumed inside state has no start: the stay is counted from its first fix.
             if record.enteredAt == nil { record.enteredAt = location.timestamp }
-            if !record.dwelt, let delay = region.loiteringDelay, let start = record.enteredAt,
-                location.timestamp.timeIntervalSince(start) >= delay.seconds
-            {
-                record.dwelt = true
-                return RegionEvent(region: region.identifier, kind: .dwell, location: location)
-            }
-            return nil
+            dwellIfDue(&record, location, into: &events)
         }
+    }
+
+    /// The stay's dwell event, once, when it has lasted the loitering delay at `location`.
+    private static func dwellIfDue(_ record: inout RegionRecord, _ location: Location, into events: inout [RegionEvent]) {
+        guard !record.dwelt, let delay = record.region.loiteringDelay, let start = record.enteredAt,
+            location.timestamp.timeIntervalSince(start) >= delay.seconds
+        else { return }
+        record.dwelt = true
+        events.append(RegionEvent(region: record.region.identifier, kind: .dwell, location: location))
     }
 
     private mutating func insert(_ record: RegionRecord) {

@@ -26,7 +26,7 @@ enum DaemonClient {
         case "no-such-app", "no-such-region": .missingInput("locationd at \(socket): \(error.message)")
         case ControlError.Code(LocationError.Code.journalIO): .cannotCreate("locationd at \(socket): \(error.message)")
         case .permissionDenied: .noPermission("\(error.message); \(permissionAdvice(socket))")
-        case .tooManyConnections, .shuttingDown, "too-many-apps":
+        case .tooManyConnections, .shuttingDown, "too-many-apps", "too-many-regions":
             .unavailable("locationd at \(socket) is busy: \(error.message)")
         case .notListening, .pathTooLong, .connectionClosed, .timeout, .io:
             .unavailable("locationd at \(socket): \(error.message)")

@@ -117,7 +117,7 @@ final class AppSession: Sendable {
             send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
-        regionEventHook.withLock { $0 = { [weak self] in self?.saveRegions() } }
+        regionEventHook.withLock { $0 = { [weak self] in self?.scheduleRegionSave() } }
         // The state record names the journal by its inode; a journal rewritten (compacted, cleared) is a new file.
         let application = session.application
         // Before the rename the record accepts the new file too, so that no crash between the two leaves it
@@ -136,6 +136,26 @@ final class AppSession: Sendable {
     /// the app (its updates stopped, so a background app is suspended) is not where it was.
     func stopSavingState() {
         savingState.withLock { $0 = nil }
+        // The regions as they are now, not half a second ago; then no more.
+        saveRegions()
+        regionSaving.withLock { $0 = true }
+    }
+
+    /// Saves the regions soon (within half a second), once for however many changes and events come
+    /// meanwhile: a burst of transitions at one fix, or thousands of adds, cost one write each, not one a
+    /// change, and never delay the fix. A kill -9 within that half second forgets those changes (a restart
+    /// may then say an enter again).
+    func scheduleRegionSave() {
+        let first = regionSavePending.withLock { pending -> Bool in
+            defer { pending = true }
+            return !pending
+        }
+        guard first else { return }
+        Task.detached { [weak self] in
+            try? await Task.sleep(for: .milliseconds(500))
+            self?.regionSavePending.withLock { $0 = false }
+            self?.saveRegions()
+        }
     }
 
     /// Whether `uid` may use this session: its owner, root, or anyone for `default`.
@@ -180,15 +200,19 @@ final class AppSession: Sendable {
     /// The most a regions file may hold: the daemon's 10,000 regions an app, with names of 256 bytes
     /// escaped at worst, fit several times over.
     static let regionsFileLimit = 64 << 20
-    /// Saves one at a time, each from the snapshot taken under it: the last save is of the newest state.
-    private let regionSaving = Locked(0)
+    /// Saves one at a time, each from the snapshot taken under it: the last save is of the newest state;
+    /// true once the session has stopped saving (a save scheduled before then does nothing: the app's files
+    /// may be gone).
+    private let regionSaving = Locked(false)
+    /// Whether a save is scheduled (``scheduleRegionSave()``).
+    private let regionSavePending = Locked(false)
 
     /// Writes the app's regions and their states beside its journal (atomically), so that a restart
     /// resumes them: after every change and every region event. Nothing without a journal.
     func saveRegions() {
         guard let path = files?.regions else { return }
-        regionSaving.withLock { saves in
-            saves += 1
+        regionSaving.withLock { stopped in
+            guard !stopped else { return }
             let snapshot = manager.regionSnapshot
             guard !snapshot.records.isEmpty else {
                 unlink(path)
@@ -204,11 +228,19 @@ final class AppSession: Sendable {
     func restoreRegions(logger: Logger) {
         guard let path = files?.regions else { return }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return }
+        guard fd >= 0 else {
+            // Not there is the usual case; anything else (a link) is said, and kept aside.
+            if errno != ENOENT {
+                logger.error("the app \(id)'s regions file \(path) cannot be opened (\(String(cString: strerror(errno))); a link is not followed); it is kept as \(path).damaged and the app starts with no regions")
+                rename(path, path + ".damaged")
+            }
+            return
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Self.regionsFileLimit else {
-            logger.error("the app \(id)'s regions file \(path) is not a regular file of at most \(Self.regionsFileLimit) bytes; it starts with no regions")
+            logger.error("the app \(id)'s regions file \(path) is not a regular file of at most \(Self.regionsFileLimit) bytes; it is kept as \(path).damaged and the app starts with no regions")
+            rename(path, path + ".damaged")
             return
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))

@@ -688,13 +688,13 @@ final class LocationDaemon: Service, Sendable {
                 return .failure("too-many-regions", "the app \(app.id) monitors \(Self.maximumRegionsPerApp) regions, the most locationd keeps for one app; remove one first")
             }
             app.manager.startMonitoring(region)
-            app.saveRegions()
+            app.scheduleRegionSave()
             return .success(RegionList(app.manager.regionSnapshot.records.filter { $0.region.identifier == region.identifier }))
         case .stopMonitoringRegion(let identifier):
             guard app.manager.stopMonitoring(identifier) else {
-                return .failure("no-such-region", "the app \(app.id) monitors no region \(JSONText.string(identifier))")
+                return .failure("no-such-region", "the app \(app.id) monitors no region \(JSONText.string(ValueRange.printable(identifier)))")
             }
-            app.saveRegions()
+            app.scheduleRegionSave()
             return .success(RegionList([]))
         case .regions:
             return .success(RegionList(app.manager.regionSnapshot.records))

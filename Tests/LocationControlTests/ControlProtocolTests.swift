@@ -65,6 +65,9 @@ struct ControlProtocolTests {
         ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1}}", "bad-request"),
         ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1,\"loiteringDelay\":-1}}", "bad-request"),
         ("{\"command\":\"regions\",\"add\":1}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1,\"loiteringdelay\":60}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":{\"identifier\":\"a\",\"latitude\":1,\"longitude\":1,\"radius\":1,\"loiteringDelay\":null}}", "bad-request"),
+        ("{\"command\":\"region\",\"add\":[]}", "bad-request"),
         ("{}", "unknown-command"),
         ("{\"command\":\"fly\"}", "unknown-command"),
     ])

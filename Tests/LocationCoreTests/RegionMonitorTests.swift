@@ -189,6 +189,26 @@ struct RegionMonitorTests {
         #expect(monitor.regions.map(\.identifier) == ["b", "c"])
     }
 
+    @Test("one fix dated a century ahead does not silence the regions; the same region added again keeps its state; a dwell of 0 comes with the enter")
+    func oddTimesReAddsAndZeroDwell() throws {
+        var monitor = RegionMonitor()
+        let region = try CircularRegion(identifier: "r", latitude: 0, longitude: 0, radius: 100, loiteringDelay: .zero)
+        monitor.add(region)
+        let entered = monitor.evaluate([Self.fix(0, 0, east: 1000, seconds: 0), Self.fix(0, 0, seconds: 1)])
+        #expect(entered.map(\.kind) == [.enter, .dwell])
+        #expect(entered.allSatisfy { $0.timestamp == Self.start + 1 })
+        monitor.add(region)
+        #expect(monitor.state(of: "r") == .inside, "an unchanged region added again keeps its state")
+        // A bogus date once (a receiver's week rollover): the fixes after it still count.
+        let bogus = monitor.evaluate(Self.fix(0, 0, seconds: 3_000_000_000))
+        #expect(bogus.isEmpty)
+        let left = monitor.evaluate([Self.fix(0, 0, east: 1000, seconds: 4), Self.fix(0, 0, east: 1000, seconds: 5)])
+        #expect(left.map(\.kind) == [.exit])
+        for name in ["a\u{202E}b", "a\u{2028}b", "a\u{200B}b"] {
+            #expect(throws: LocationError.self) { try CircularRegion(identifier: name, latitude: 0, longitude: 0, radius: 1) }
+        }
+    }
+
     @Test("10,000 regions over the globe: the index gives exactly the events of looking at every region on every fix")
     func indexAgreesWithEveryRegion() throws {
         var noise = Noise(state: 7)

@@ -39,6 +39,9 @@ struct DaemonRegionTests {
         let shared = try Tool.run("locationctl", ["region", "list", "--socket", daemon.socket], in: directory)
         #expect(shared.status == 0 && shared.stdout.isEmpty, "\(shared.stdout)")
 
+        // Saved within half a second of the exit (saves are coalesced): the kill comes after it is on disk.
+        let saved = directory.file("apps/\(getuid())/tracker.journal.regions")
+        #expect(eventually(10) { ((try? String(contentsOfFile: saved, encoding: .utf8)) ?? "").contains(#""state":"outside""#) }, "\(saved)")
         daemon.kill9()
         daemon = try RunningDaemon(directory: directory, extra: ["--journal", journal])
         let after = try Tool.run("locationctl", ["region", "list", "--app", "tracker", "--socket", daemon.socket], in: directory)
