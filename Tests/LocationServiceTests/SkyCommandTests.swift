@@ -5,17 +5,14 @@ import Testing
 
 @Suite("locationctl sky against a real gpsd", .serialized)
 struct SkyCommandTests {
-    @Test("sky --format json gives the satellites gpsd reports for a real receiver's capture", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
-    func json() throws {
-        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
-        let directory = TemporaryDirectory()
-        let gpsd = try FakeGPSD(capture: capture, directory: directory)
-        // gpsd's own SKY reports, read by a client of our own beside sky: which satellites a SKY lists depends
-        // on how gpsfake paces the capture, so the oracle is what this gpsd sent, not a file.
-        let observer = try GPSDWatcher(port: gpsd.port)
+    /// Runs `sky --format json --count 3` with `arguments` while `observer` (a client of gpsd's own) reads
+    /// gpsd's reports: the three views (exit 0 expected), and the satellite lists of gpsd's SKY reports
+    /// meanwhile, the oracle (which satellites a SKY lists depends on how gpsfake paces the capture).
+    static func threeViews(
+        _ arguments: [String], beside observer: GPSDWatcher, in directory: TemporaryDirectory
+    ) throws -> (views: [[String: Any]], oracle: [[[String: Any]]]) {
         var reports = observer.read(for: .zero)
-        let (process, out, err) = try Tool.start(
-            "locationctl", ["sky", "--gpsd", "127.0.0.1:\(gpsd.port)", "--format", "json", "--count", "3"], in: directory)
+        let (process, out, err) = try Tool.start("locationctl", ["sky"] + arguments + ["--format", "json", "--count", "3"], in: directory)
         let deadline = ContinuousClock.now + .seconds(60)
         while process.isRunning, ContinuousClock.now < deadline { reports += observer.read(for: .milliseconds(100)) }
         if process.isRunning {
@@ -29,23 +26,40 @@ struct SkyCommandTests {
         #expect(views.count == 3)
         let oracle = reports.filter { $0["class"] as? String == "SKY" }.compactMap { $0["satellites"] as? [[String: Any]] }
         try #require(!oracle.isEmpty, "gpsd sent no SKY with satellites")
+        return (views, oracle)
+    }
+
+    /// Whether one of gpsd's SKY reports lists exactly `satellites` (PRN, elevation, azimuth, used; and the
+    /// signal, gpsd's 0 read as none, with `signal`).
+    static func gpsdReported(_ satellites: [[String: Any]], in oracle: [[[String: Any]]], signal: Bool) -> Bool {
+        oracle.contains { reported in
+            reported.count == satellites.count && zip(reported, satellites).allSatisfy { gpsd, ours in
+                let strength = (gpsd["ss"] as? Double).flatMap { $0 > 0 ? $0 : nil }
+                return gpsd["PRN"] as? Int == ours["prn"] as? Int
+                    && gpsd["el"] as? Double == ours["elevation"] as? Double
+                    && gpsd["az"] as? Double == ours["azimuth"] as? Double
+                    && (!signal || strength == ours["signalStrength"] as? Double)
+                    && gpsd["used"] as? Bool == ours["isUsed"] as? Bool
+            }
+        }
+    }
+
+    @Test("sky --format json gives the satellites gpsd reports for a real receiver's capture", .enabled(if: GPSDCommandTests.capturesCanBeReplayed, GPSDCommandTests.capturesMissing))
+    func json() throws {
+        let capture = try GPSDCommandTests.capture("ublox-neo-m9n-nmea.log")
+        let directory = TemporaryDirectory()
+        let gpsd = try FakeGPSD(capture: capture, directory: directory)
+        // gpsd's own SKY reports, read by a client of our own beside sky: which satellites a SKY lists depends
+        // on how gpsfake paces the capture, so the oracle is what this gpsd sent, not a file.
+        let observer = try GPSDWatcher(port: gpsd.port)
+        let (views, oracle) = try Self.threeViews(["--gpsd", "127.0.0.1:\(gpsd.port)"], beside: observer, in: directory)
         for view in views {
             #expect(view["type"] as? String == "sky")
             let satellites = try #require(view["satellites"] as? [[String: Any]])
             #expect(view["satellitesVisible"] as? Int == satellites.count)
             #expect(view["satellitesUsed"] as? Int == satellites.filter { $0["isUsed"] as? Bool == true }.count)
             // The same satellites, numbers and positions as one of gpsd's own SKY reports of the capture.
-            let matches = oracle.contains { reported in
-                reported.count == satellites.count && zip(reported, satellites).allSatisfy { gpsd, ours in
-                    let signal = (gpsd["ss"] as? Double).flatMap { $0 > 0 ? $0 : nil }
-                    return gpsd["PRN"] as? Int == ours["prn"] as? Int
-                        && gpsd["el"] as? Double == ours["elevation"] as? Double
-                        && gpsd["az"] as? Double == ours["azimuth"] as? Double
-                        && signal == ours["signalStrength"] as? Double
-                        && gpsd["used"] as? Bool == ours["isUsed"] as? Bool
-                }
-            }
-            #expect(matches, "a view gpsd never reported: \(view)")
+            #expect(Self.gpsdReported(satellites, in: oracle, signal: true), "a view gpsd never reported: \(view)")
         }
         #expect(views.contains { ($0["satellites"] as? [[String: Any]])?.contains { $0["constellation"] as? String == "glonass" } == true })
     }
@@ -96,31 +110,11 @@ struct SkyCommandTests {
         let directory = TemporaryDirectory()
         let gpsd = try FakeGPSD(capture: capture, directory: directory)
         let observer = try GPSDWatcher(port: gpsd.port)
-        var reports = observer.read(for: .zero)
         let daemon = try RunningDaemon(directory: directory, source: ["--gpsd", "127.0.0.1:\(gpsd.port)"], extra: ["--journal", directory.file("held.journal")])
-        let (process, out, err) = try Tool.start("locationctl", ["sky", "--socket", daemon.socket, "--format", "json", "--count", "3"], in: directory)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning, ContinuousClock.now < deadline { reports += observer.read(for: .milliseconds(100)) }
-        if process.isRunning {
-            Issue.record("sky did not end within 60 s")
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
-        reports += observer.read(for: .milliseconds(300))
-        #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
-        let views = try jsonObjects(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(String.init))
-        #expect(views.count == 3)
-        let oracle = reports.filter { $0["class"] as? String == "SKY" }.compactMap { $0["satellites"] as? [[String: Any]] }
-        try #require(!oracle.isEmpty, "gpsd sent no SKY with satellites")
+        let (views, oracle) = try Self.threeViews(["--socket", daemon.socket], beside: observer, in: directory)
         for view in views {
             let satellites = try #require(view["satellites"] as? [[String: Any]])
-            let matches = oracle.contains { reported in
-                reported.count == satellites.count && zip(reported, satellites).allSatisfy { gpsd, ours in
-                    gpsd["PRN"] as? Int == ours["prn"] as? Int && gpsd["el"] as? Double == ours["elevation"] as? Double
-                        && gpsd["az"] as? Double == ours["azimuth"] as? Double && gpsd["used"] as? Bool == ours["isUsed"] as? Bool
-                }
-            }
-            #expect(matches, "a view gpsd never reported: \(view)")
+            #expect(Self.gpsdReported(satellites, in: oracle, signal: false), "a view gpsd never reported: \(view)")
         }
 
         let replaying = try RunningDaemon(directory: TemporaryDirectory(), points: 50)
