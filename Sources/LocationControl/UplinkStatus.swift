@@ -34,6 +34,36 @@ public struct UplinkStatus: Codable, Sendable, Hashable {
     public var droppedOld: Int?
     /// When the next attempt is due after a failed one (RFC 3339), while the uplink waits to try again.
     public var nextAttempt: String?
+    /// The region transitions the uplink sends (OwnTracks `transition`), since locationd started; `nil` for
+    /// an uplink that sends none.
+    public var events: Events?
+    /// The Home Assistant zone the tracker's state topic says now (the region last entered and not left);
+    /// `nil` for another uplink, or none.
+    public var zone: String?
+
+    /// The counts of an uplink's region transitions.
+    public struct Events: Codable, Sendable, Hashable {
+        /// Waiting for the receiver's acknowledgement, in flight included.
+        public var queued: Int
+        /// Acknowledged by the receiver.
+        public var acknowledged: Int
+        /// Refused by the receiver for good (an HTTP 4xx), dropped.
+        public var refused: Int
+        /// Dropped because the events' outbox was full (its oldest).
+        public var dropped: Int
+
+        /// Counts.
+        public init(queued: Int, acknowledged: Int, refused: Int, dropped: Int) {
+            self.queued = queued
+            self.acknowledged = acknowledged
+            self.refused = refused
+            self.dropped = dropped
+        }
+
+        package init(_ counts: (queued: Int, acknowledged: Int, refused: Int, dropped: Int)) {
+            self.init(queued: counts.queued, acknowledged: counts.acknowledged, refused: counts.refused, dropped: counts.dropped)
+        }
+    }
 
     /// Creates a status.
     public init(

@@ -16,9 +16,14 @@ import Logging
 ///   drop every fix): the same fix is posted again after a backoff of 1 s doubling to 30 s.
 ///
 /// Live fixes wait behind a backlog and are never sent before it: Traccar ignores events of late fixes.
+///
+/// For an OwnTracks Recorder, region transitions go the same way from an outbox of their own
+/// (``EventOutbox``, `OUTBOX.events`), each before the fixes waiting then; Traccar draws its own geofences
+/// and is sent none.
 package final class HTTPUplink: Uplink {
     package let endpoint: UplinkEndpoint
     private let outbox: UplinkOutbox
+    private let events: EventOutbox
     private let client: HTTPClient
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -66,6 +71,8 @@ package final class HTTPUplink: Uplink {
                 url: endpoint.requestURL, headers: headers, username: endpoint.username, password: password,
                 caFile: endpoint.caFile, requestTimeout: ValueRange.duration(clampingSeconds: endpoint.timeout)))
         outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "server", logger: logger)
+        events = EventOutbox(path: outboxPath.map { $0 + ".events" })
+        if let problem = events.problem { logger.warning("uplink \(endpoint.name): \(problem)") }
     }
 
     /// Starts the sending thread.
@@ -89,6 +96,20 @@ package final class HTTPUplink: Uplink {
         signal()
     }
 
+    /// Takes a region event: for an OwnTracks Recorder, an enter or exit is journaled in the events' outbox,
+    /// then posted before the fixes waiting.
+    package func take(_ event: RegionEvent) {
+        guard endpoint.format == .owntracks, event.kind != .dwell else { return }
+        events.add(.region(event))
+        signal()
+    }
+
+    /// What the sending thread posts next.
+    private enum Item {
+        case fix(UplinkOutbox.Entry)
+        case event(EventOutbox.Entry, RegionEvent)
+    }
+
     private func signal() {
         condition.lock()
         link.withLock { $0.wake = true }
@@ -100,14 +121,31 @@ package final class HTTPUplink: Uplink {
     private func send() {
         var backoff = Self.firstBackoff
         while true {
-            guard let entry = nextFix() else { return }
-            let body: [UInt8] =
-                switch endpoint.format {
-                case .traccar: TraccarMessage.location(entry.location, deviceID: endpoint.device)
-                default:
-                    OwnTracksMessage.location(
-                        entry.location, trackerID: endpoint.trackerID, createdAt: now(), topic: endpoint.topic)
+            guard let item = nextItem() else { return }
+            let body: [UInt8]
+            switch item {
+            case .fix(let entry):
+                body =
+                    switch endpoint.format {
+                    case .traccar: TraccarMessage.location(entry.location, deviceID: endpoint.device)
+                    default:
+                        OwnTracksMessage.location(
+                            entry.location, trackerID: endpoint.trackerID, createdAt: now(), topic: endpoint.topic)
+                    }
+            case .event(let entry, let event):
+                guard let message = OwnTracksMessage.transition(event, trackerID: endpoint.trackerID, topic: endpoint.topic + "/event") else {
+                    events.acknowledge(entry.sequence, refused: true)
+                    continue
                 }
+                body = message
+            }
+            let entry: UplinkOutbox.Entry
+            switch item {
+            case .fix(let fix): entry = fix
+            case .event(let event, _):
+                if post(body, event: event, backoff: &backoff) { continue }
+                return
+            }
             switch client.post(body) {
             case .cancelled:
                 outbox.unsend(from: entry.sequence)
@@ -157,6 +195,38 @@ package final class HTTPUplink: Uplink {
         }
     }
 
+    /// Posts a transition: it leaves its outbox on a 2xx, or refused on a 4xx that means it; otherwise it is
+    /// posted again after the backoff. False once the uplink stops.
+    private func post(_ body: [UInt8], event entry: EventOutbox.Entry, backoff: inout TimeInterval) -> Bool {
+        switch client.post(body) {
+        case .cancelled:
+            events.unsend(entry.sequence)
+            return false
+        case .answered(let status, _) where (200...299).contains(status):
+            backoff = Self.firstBackoff
+            link.withLock { link in
+                link.retryAt = nil
+                link.connected = true
+                _ = link.problems.connected()
+            }
+            events.acknowledge(entry.sequence)
+        case .answered(let status, let answer) where (400...499).contains(status) && !Self.retriedStatuses.contains(status):
+            backoff = Self.firstBackoff
+            link.withLock { $0.retryAt = nil }
+            events.acknowledge(entry.sequence, refused: true)
+            logger.warning("uplink \(endpoint.name): the server refused a region transition with \(status)\(answer.isEmpty ? "" : " (\(answer))"); it is dropped")
+        case .answered(let status, let answer):
+            events.unsend(entry.sequence)
+            link.withLock { $0.connected = true }
+            fail("the server answered \(status)\(answer.isEmpty ? "" : " (\(answer))")", kind: "status \(status)", backoff: &backoff)
+        case .failed(let reason, let kind):
+            events.unsend(entry.sequence)
+            link.withLock { $0.connected = false }
+            fail("cannot reach \(endpoint.host):\(endpoint.port): \(reason)", kind: "failed: \(kind)", backoff: &backoff)
+        }
+        return true
+    }
+
     /// Notes a failed attempt and schedules the next after `backoff`, which then doubles (to 30 s at most).
     private func fail(_ problem: String, kind: String? = nil, backoff: inout TimeInterval) {
         let date = now()
@@ -168,8 +238,8 @@ package final class HTTPUplink: Uplink {
         backoff = min(backoff * 2, Self.longestBackoff)
     }
 
-    /// Waits for the next fix to send (and for a backoff to end); `nil` once the uplink stops.
-    private func nextFix() -> UplinkOutbox.Entry? {
+    /// Waits for the next transition or fix to send (and for a backoff to end); `nil` once the uplink stops.
+    private func nextItem() -> Item? {
         condition.lock()
         defer { condition.unlock() }
         while true {
@@ -183,7 +253,12 @@ package final class HTTPUplink: Uplink {
                 if link.withLock({ $0.stopping }) { return nil }
                 if retryAt > now() { continue }
             }
-            if let entry = outbox.takeUnsent(window: 1).first { return entry }
+            if let entry = events.takeUnsent() {
+                if case .region(let event) = entry.event { return .event(entry, event) }
+                events.acknowledge(entry.sequence, refused: true)
+                continue
+            }
+            if let entry = outbox.takeUnsent(window: 1).first { return .fix(entry) }
             // Nothing waits: sleep until a fix comes (checked under the condition's lock, so none is missed).
             if !link.withLock({ $0.wake || $0.stopping }) { condition.wait() }
         }
@@ -192,6 +267,7 @@ package final class HTTPUplink: Uplink {
     /// What `status` shows of the uplink.
     package var status: UplinkStatus {
         let counts = outbox.counts
+        let eventCounts = events.counts
         return link.withLock { link in
             var status = UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: link.connected, queued: counts.queued,
@@ -203,6 +279,8 @@ package final class HTTPUplink: Uplink {
             status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
             status.droppedRefused = counts.refused
             status.nextAttempt = link.retryAt.map { RFC3339.string(from: $0, fractionDigits: 3) }
+            if endpoint.format == .owntracks { status.events = UplinkStatus.Events(eventCounts) }
+            if status.outboxProblem == nil { status.outboxProblem = events.writeProblem }
             return status
         }
     }

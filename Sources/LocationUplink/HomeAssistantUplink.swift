@@ -12,6 +12,12 @@ import Logging
 /// `online` on `homeassistant/status` (it has restarted). A fix that comes while one is in flight replaces
 /// whatever waited: once the broker acknowledged the one in flight, the newest goes. The will is `offline`
 /// on the availability topic. Nothing is journaled: the broker keeps the latest retained.
+///
+/// Regions become zones: the discovery config names a state topic, `locationd/DEVICE/state`, on which the
+/// uplink publishes (retained, QoS 1) the name of the region last entered and not left (a region named
+/// `home` is Home Assistant's home), or `None` when it is in none, which gives the state back to Home
+/// Assistant's own zones and the GPS position. It is published again on every connection, from the regions'
+/// states the consumer restored, so a state lost in flight is repaired by the next connection.
 package final class HomeAssistantUplink: Uplink {
     package let endpoint: UplinkEndpoint
     private let client: MQTTClient
@@ -31,6 +37,8 @@ package final class HomeAssistantUplink: Uplink {
         var acknowledged = 0
         var problems = ConnectionProblems()
         var lastAcknowledged: Date?
+        /// The regions inside, in the order they were entered: the last is the zone.
+        var inside: [String] = []
     }
 
     private let state = Locked(State())
@@ -42,6 +50,10 @@ package final class HomeAssistantUplink: Uplink {
     static let statusTopic = "homeassistant/status"
     var configTopic: String { "homeassistant/device_tracker/locationd_\(endpoint.device)/config" }
     var availabilityTopic: String { "locationd/\(endpoint.device)/availability" }
+    var stateTopic: String { "locationd/\(endpoint.device)/state" }
+    /// What the state topic says when the tracker is in no region of ours (Home Assistant's default
+    /// `payload_reset`).
+    static let noZone = "None"
 
     package init(endpoint: UplinkEndpoint, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws(LocationError) {
         self.endpoint = endpoint
@@ -103,9 +115,48 @@ package final class HomeAssistantUplink: Uplink {
         send()
     }
 
+    /// Takes a region event: an enter makes the region the zone; an exit of the zone gives the state back
+    /// (to the region entered before it and still inside, or to Home Assistant). Dwells change nothing.
+    package func take(_ event: RegionEvent) {
+        let changed = state.withLock { state -> Bool in
+            let before = state.inside.last
+            switch event.kind {
+            case .enter:
+                state.inside.removeAll { $0 == event.region }
+                state.inside.append(event.region)
+            case .exit: state.inside.removeAll { $0 == event.region }
+            case .dwell: return false
+            }
+            return state.inside.last != before
+        }
+        if changed { publishZone() }
+    }
+
+    /// The regions the tracker is inside when the uplink starts (their states restored from a previous
+    /// run): the zone it publishes at its first connection.
+    package func restoreZones(inside regions: [String]) {
+        state.withLock { $0.inside = regions }
+    }
+
+    /// The zone the state topic says now.
+    var zone: String? { state.withLock { $0.inside.last } }
+
+    /// Publishes the zone (retained); its acknowledgement changes nothing.
+    private func publishZone() {
+        guard state.withLock({ $0.connected }) else { return }
+        let payload = Array((zone ?? Self.noZone).utf8)
+        switch client.publish(topic: stateTopic, payload: payload, qos: 1, retain: true) {
+        case .success(let messageID):
+            state.withLock { state in if state.early.remove(messageID) == nil { state.announced.insert(messageID) } }
+        case .failure(let error):
+            note(error: error.message)
+        }
+    }
+
     /// Availability, then discovery, retained; and the subscription to Home Assistant's birth message.
     private func announce() {
         client.subscribe(Self.statusTopic, qos: 1)
+        defer { publishZone() }
         for (topic, payload) in [(availabilityTopic, Array("online".utf8)), (configTopic, discoveryConfig)] {
             switch client.publish(topic: topic, payload: payload, qos: 1, retain: true) {
             case .success(let messageID):
@@ -166,7 +217,7 @@ package final class HomeAssistantUplink: Uplink {
     }
 
     package var status: UplinkStatus {
-        state.withLock { state in
+        var status = state.withLock { state in
             UplinkStatus(
                 name: endpoint.name, url: endpoint.text, connected: state.connected,
                 queued: (state.waiting == nil ? 0 : 1) + (state.inFlight == nil ? 0 : 1),
@@ -174,6 +225,8 @@ package final class HomeAssistantUplink: Uplink {
                 lastError: state.problems.current, lastErrorSince: state.problems.since.map { RFC3339.string(from: $0, fractionDigits: 3) },
                 lastAcknowledged: state.lastAcknowledged.map { RFC3339.string(from: $0, fractionDigits: 3) }, outbox: nil)
         }
+        status.zone = zone
+        return status
     }
 
     package func stop() {
@@ -192,6 +245,8 @@ package final class HomeAssistantUplink: Uplink {
             "object_id": id,
             "source_type": "gps",
             "json_attributes_topic": endpoint.topic,
+            "state_topic": stateTopic,
+            "payload_reset": Self.noZone,
             "availability_topic": availabilityTopic,
             "payload_available": "online",
             "payload_not_available": "offline",

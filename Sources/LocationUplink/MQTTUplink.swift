@@ -7,12 +7,16 @@ import Logging
 /// and at most ``UplinkEndpoint/window`` at a time, to the broker at QoS 1, retained (OwnTracks locations);
 /// each leaves the outbox on its PUBACK. Live fixes wait behind a backlog and are never sent before it.
 ///
+/// Region transitions go the same way from an outbox of their own (``EventOutbox``, `OUTBOX.events`) to
+/// `owntracks/USER/DEVICE/event`, QoS 1, not retained, one at a time.
+///
 /// The connection's thread connects again (with backoff), and libmosquitto sends again what was in flight when
 /// a connection was lost; a restart of locationd sends again what the outbox's cursor does not record as
 /// acknowledged.
 package final class MQTTUplink: Uplink {
     package let endpoint: UplinkEndpoint
     private let outbox: UplinkOutbox
+    private let events: EventOutbox
     private let client: MQTTClient
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -20,6 +24,8 @@ package final class MQTTUplink: Uplink {
     private struct Link {
         /// Message ids in flight and the outbox sequence each carries.
         var inFlight: [Int32: UInt64] = [:]
+        /// The transition in flight: its message id and its sequence in the events' outbox.
+        var eventInFlight: (id: Int32, sequence: UInt64)?
         /// Acknowledgements that came before `publish` returned their id.
         var early: Set<Int32> = []
         /// Replies to `reportLocation` in flight: their acknowledgements concern no fix of the outbox (taken
@@ -53,6 +59,8 @@ package final class MQTTUplink: Uplink {
         self.now = now
         let password = try endpoint.checkFiles()
         outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "broker", logger: logger)
+        events = EventOutbox(path: outboxPath.map { $0 + ".events" })
+        if let problem = events.problem { logger.warning("uplink \(endpoint.name): \(problem)") }
         let link = self.link
         let uplink = self.reference
         let options = MQTTClient.Options(
@@ -107,6 +115,14 @@ package final class MQTTUplink: Uplink {
     /// Takes a fix the uplink's consumer delivered: journaled first, then sent behind what waits.
     package func take(_ location: Location) {
         outbox.take(location, accuracy: endpoint.accuracy, uplink: endpoint.name, logger: logger)
+        pump()
+    }
+
+    /// Takes a region event: an enter or exit is journaled in the events' outbox, then sent (a dwell is not
+    /// an OwnTracks message).
+    package func take(_ event: RegionEvent) {
+        guard endpoint.format == .owntracks, event.kind != .dwell else { return }
+        events.add(.region(event))
         pump()
     }
 
@@ -186,10 +202,44 @@ package final class MQTTUplink: Uplink {
                     return
                 }
             }
+            pumpEvent()
+        }
+    }
+
+    /// Hands the oldest waiting transition to libmosquitto, unless one is in flight.
+    private func pumpEvent() {
+        guard link.withLock({ $0.eventInFlight == nil }), let entry = events.takeUnsent() else { return }
+        guard case .region(let event) = entry.event,
+            let payload = OwnTracksMessage.transition(event, trackerID: endpoint.trackerID)
+        else {
+            events.acknowledge(entry.sequence, refused: true)
+            return
+        }
+        switch client.publishNoting(topic: endpoint.topic + "/event", payload: payload, qos: 1, retain: false) {
+        case .success(let (messageID, _)):
+            let acknowledgedAlready = link.withLock { link -> Bool in
+                if link.early.remove(messageID) != nil { return true }
+                link.eventInFlight = (messageID, entry.sequence)
+                return false
+            }
+            if acknowledgedAlready { events.acknowledge(entry.sequence) }
+        case .failure(let error):
+            events.unsend(entry.sequence)
+            note(error: error.message)
         }
     }
 
     private func acknowledged(_ messageID: Int32) {
+        let event = link.withLock { link -> UInt64? in
+            guard let inFlight = link.eventInFlight, inFlight.id == messageID else { return nil }
+            link.eventInFlight = nil
+            return inFlight.sequence
+        }
+        if let event {
+            events.acknowledge(event)
+            pump()
+            return
+        }
         let sequence = link.withLock { link -> UInt64? in
             link.lastAcknowledged = now()
             link.waitingSince = link.inFlight.count > 1 ? link.lastAcknowledged : nil
@@ -217,6 +267,7 @@ package final class MQTTUplink: Uplink {
     /// What `status` shows of the uplink.
     package var status: UplinkStatus {
         let counts = outbox.counts
+        let eventCounts = events.counts
         let date = now()
         return link.withLock { link in
             var problem = link.problems.current
@@ -234,6 +285,8 @@ package final class MQTTUplink: Uplink {
                 lastAcknowledged: link.lastAcknowledged.map { RFC3339.string(from: $0, fractionDigits: 3) }, outbox: outbox.path,
                 outboxProblem: outbox.writeProblem.withLock { $0 })
             status.droppedOld = endpoint.maxAge == nil ? nil : counts.droppedOld
+            status.events = endpoint.format == .owntracks ? UplinkStatus.Events(eventCounts) : nil
+            if status.outboxProblem == nil { status.outboxProblem = events.writeProblem }
             return status
         }
     }

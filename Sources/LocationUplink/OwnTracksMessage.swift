@@ -37,6 +37,36 @@ enum OwnTracksMessage {
         return Array(text.utf8)
     }
 
+    /// A transition message for a region's enter or exit (`leave`), at the fix that caused it:
+    /// `{"_type":"transition","event","desc","lat","lon","tst","wtst","acc","tid","t":"c","rid"}`. `desc` is
+    /// the region's name, as Home Assistant's OwnTracks integration matches it to a zone; `rid` is a
+    /// stable id made from the name (OwnTracks' region id); `wtst` (the waypoint's creation time, which a
+    /// region here does not have) is the fix time. Nil for a dwell, which OwnTracks does not know.
+    static func transition(_ event: RegionEvent, trackerID: String, topic: String? = nil) -> [UInt8]? {
+        let name: String
+        switch event.kind {
+        case .enter: name = "enter"
+        case .exit: name = "leave"
+        case .dwell: return nil
+        }
+        let fix = event.location
+        let time = String(seconds(fix.timestamp))
+        var text = #"{"_type":"transition","event":"\#(name)","desc":"#
+        text += JSONText.string(event.region)
+        text += #","lat":\#(number(fix.latitude)),"lon":\#(number(fix.longitude)),"tst":\#(time),"wtst":\#(time)"#
+        text += #","acc":\#(accuracy(of: fix)),"tid":"\#(trackerID)","t":"c","rid":"\#(regionID(event.region))""#
+        if let topic { text += #","topic":"# + JSONText.string(topic) }
+        text += "}"
+        return Array(text.utf8)
+    }
+
+    /// OwnTracks' `rid` for a region: 8 hex digits of the CRC-32 of its name, the same in every run.
+    static func regionID(_ name: String) -> String {
+        let crc = Array(name.utf8).withUnsafeBufferPointer { CRC32.checksum($0) }
+        let hex = String(crc, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
     /// The will the broker publishes when the connection is lost: `{"_type":"lwt","tst":…}`.
     static func lastWill(connectedAt: Date) -> [UInt8] {
         Array(#"{"_type":"lwt","tst":\#(seconds(connectedAt))}"#.utf8)

@@ -13,6 +13,8 @@ package protocol Uplink: Sendable {
     func start()
     /// Takes a fix the uplink's consumer delivered.
     func take(_ location: Location)
+    /// Takes a region event the uplink's consumer delivered (those its receiver has a message for are sent).
+    func take(_ event: RegionEvent)
     /// What `status` shows of it.
     var status: UplinkStatus { get }
     /// Disconnects; what is not acknowledged stays for the next start.

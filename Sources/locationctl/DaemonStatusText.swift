@@ -44,6 +44,12 @@ extension DaemonStatus {
         if let refused = uplink.droppedRefused, refused > 0 { line += ", \(refused) dropped (refused by the server)" }
         if let old = uplink.droppedOld, old > 0 { line += ", \(old) dropped (older than max-age)" }
         if let last = uplink.lastAcknowledged { line += ", last at \(last)" }
+        if let events = uplink.events, events.queued + events.acknowledged + events.dropped + events.refused > 0 {
+            line += "; transitions: \(events.queued) waiting, \(events.acknowledged) acknowledged"
+            if events.dropped > 0 { line += ", \(events.dropped) dropped (full)" }
+            if events.refused > 0 { line += ", \(events.refused) refused" }
+        }
+        if let zone = uplink.zone { line += "; zone \(JSONText.string(zone))" }
         if let error = uplink.lastError { line += "; \(error)" + (uplink.lastErrorSince.map { " since \($0)" } ?? "") }
         if let next = uplink.nextAttempt { line += "; next attempt at \(next)" }
         if uplink.url.contains("format=homeassistant") {

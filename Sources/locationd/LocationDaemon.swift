@@ -101,19 +101,23 @@ final class LocationDaemon: Service, Sendable {
                 throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
             }
             var outbox: String?
-            if let journal = settings.journalPath, endpoint.format != .homeassistant {
+            var regions: String?
+            if let journal = settings.journalPath, endpoint.format != .homeassistant || !settings.regions.isEmpty {
                 let directory = FilePathText.parent(of: journal) + "/uplinks"
                 if mkdir(directory, 0o700) != 0, errno != EEXIST {
                     throw .cannotCreate("cannot create \(directory) for the uplinks' outboxes: \(String(cString: strerror(errno)))")
                 }
                 do throws(LocationError) { try AppDirectory.checkPrivate(directory) } catch { throw .cannotCreate(error.message) }
-                outbox = "\(directory)/\(endpoint.name).outbox"
+                if endpoint.format != .homeassistant { outbox = "\(directory)/\(endpoint.name).outbox" }
+                regions = "\(directory)/\(endpoint.name).regions"
             } else if endpoint.format != .homeassistant {
                 logger.warning("uplink \(endpoint.name): without --journal its outbox is in memory only, and a crash loses what the receiver has not acknowledged")
             }
             do throws(LocationError) {
                 let uplink = try Uplinks.make(endpoint, outboxPath: outbox, logger: logger)
-                consumers.append(try UplinkConsumer(uplink: uplink, source: receiver.tap(), settings: settings))
+                consumers.append(
+                    try UplinkConsumer(
+                        uplink: uplink, source: receiver.tap(), settings: settings, regionsPath: regions, logger: logger))
             } catch {
                 switch error.code {
                 case .journalIO, .journalCorrupt: throw .cannotCreate(error.message)

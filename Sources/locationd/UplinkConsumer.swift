@@ -10,13 +10,22 @@ import Logging
 ///
 /// So a tracker that reports every 30 s costs what a background app costs, and the receiver runs at what the
 /// apps and the uplinks need together.
+///
+/// The manager monitors the configured regions (`--region`, YAML `regions:`), and their events go to the
+/// uplink too. Their states are saved beside the outbox (`uplinks/NAME.regions`) after each event, once the
+/// uplink has the event in its own outbox, so a restart neither repeats an enter nor loses an exit.
 final class UplinkConsumer: LocationManagerDelegate {
     let uplink: any Uplink
     let manager: LocationManager
     private let application: Application
+    private let regionsPath: String?
 
-    init(uplink: any Uplink, source: any LocationSource, settings: ServiceConfiguration) throws(LocationError) {
+    init(
+        uplink: any Uplink, source: any LocationSource, settings: ServiceConfiguration, regionsPath: String?,
+        logger: Logger
+    ) throws(LocationError) {
         self.uplink = uplink
+        self.regionsPath = regionsPath
         let endpoint = uplink.endpoint
         var configuration = settings.managerConfiguration
         // Nothing is held for an uplink: its outbox is where fixes wait.
@@ -35,6 +44,21 @@ final class UplinkConsumer: LocationManagerDelegate {
         if let tracker = uplink as? MQTTUplink {
             tracker.answerReportsWith { [manager] in manager.location }
         }
+        if let regionsPath { Self.restoreRegions(of: manager, from: regionsPath, uplink: endpoint.name, logger: logger) }
+        // Configured regions: new or changed ones are added; one monitored as configured keeps its state.
+        let existing = Dictionary(manager.regionSnapshot.records.map { ($0.region.identifier, $0.region) }, uniquingKeysWith: { a, _ in a })
+        for region in settings.regions where existing[region.identifier] != region { manager.startMonitoring(region) }
+        let configured = Set(settings.regions.map(\.identifier))
+        for record in manager.regionSnapshot.records where !configured.contains(record.region.identifier) {
+            manager.stopMonitoring(record.region.identifier)
+        }
+        if let tracker = uplink as? HomeAssistantUplink {
+            let snapshot = manager.regionSnapshot
+            let inside = snapshot.records.filter { $0.state == .inside }
+                .sorted { ($0.enteredAt ?? .distantPast, $0.region.identifier) < ($1.enteredAt ?? .distantPast, $1.region.identifier) }
+            tracker.restoreZones(inside: inside.map(\.region.identifier))
+        }
+        saveRegions()
         try application.finishLaunching()
         // An interval is the background's duty cycle; without one the uplink runs as a foreground app does.
         try application.transition(to: endpoint.interval > 0 ? .background : .active)
@@ -54,7 +78,51 @@ final class UplinkConsumer: LocationManagerDelegate {
     }
 
     func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
-        guard case .locations(let locations, _) = event else { return }
-        for location in locations { uplink.take(location) }
+        switch event {
+        case .locations(let locations, _):
+            for location in locations { uplink.take(location) }
+        case .region(let event):
+            uplink.take(event)
+            saveRegions()
+        default: break
+        }
+    }
+
+    /// Writes the regions' states beside the outbox (atomically); removes the file when there are none.
+    private func saveRegions() {
+        guard let regionsPath else { return }
+        let snapshot = manager.regionSnapshot
+        guard !snapshot.records.isEmpty else {
+            unlink(regionsPath)
+            return
+        }
+        guard let data = try? JSONEncoder().encode(snapshot) else { return }
+        AppSession.writeSmallFile(regionsPath, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Restores the states a previous run saved; a file that cannot be read is logged and kept aside
+    /// (`.damaged`), and the regions start unknown.
+    private static func restoreRegions(of manager: LocationManager, from path: String, uplink name: String, logger: Logger) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno != ENOENT {
+                logger.error("uplink \(name): its regions file \(path) cannot be opened (\(String(cString: strerror(errno))); a link is not followed); it is kept as \(path).damaged and the regions start unknown")
+                rename(path, path + ".damaged")
+            }
+            return
+        }
+        defer { close(fd) }
+        var info = stat()
+        var bytes: [UInt8] = []
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= AppSession.regionsFileLimit {
+            bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == bytes.count, let snapshot = try? JSONDecoder().decode(RegionMonitor.Snapshot.self, from: Data(bytes)) {
+                manager.restoreRegions(snapshot)
+                return
+            }
+        }
+        logger.error("uplink \(name): its regions file \(path) cannot be read; it is kept as \(path).damaged and the regions start unknown")
+        rename(path, path + ".damaged")
     }
 }

@@ -56,7 +56,7 @@ struct UplinkHTTPTests {
                 device = (query.get("d") or [handler.headers.get("X-Limit-D")])[0]
                 if urllib.parse.urlparse(handler.path).path != "/pub" or not user or not device:
                     return 404, "not found"
-                if message.get("_type") != "location" or "tst" not in message:
+                if message.get("_type") not in ("location", "transition") or "tst" not in message:
                     return 400, "not a location"
                 return 200, "[]"
 
@@ -139,7 +139,7 @@ struct UplinkHTTPTests {
 
         /// The fix times (seconds since 1970) of the fixes the stand-in took (answered 200), in arrival order.
         var takenTimes: [Int] {
-            requests.filter { $0.status == 200 }.compactMap { request in
+            requests.filter { $0.status == 200 && $0.body["_type"] as? String != "transition" }.compactMap { request in
                 if let tst = request.body["tst"] as? Int { return tst }
                 guard let location = request.body["location"] as? [String: Any],
                     let stamp = location["timestamp"] as? String, let date = RFC3339.parse(stamp)?.date

@@ -545,3 +545,63 @@ struct UplinkIdentityTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("elsewhere")), "nothing written through the link")
     }
 }
+
+/// The outbox of region transitions: each waits on disk until acknowledged, and a damaged file keeps its good
+/// events and is kept aside.
+@Suite("the uplink's events outbox")
+struct EventOutboxTests {
+    static func event(_ index: Int, _ kind: RegionEvent.Kind) -> LocationEvent {
+        .region(RegionEvent(region: "spot \(index)", kind: kind, location: LocationFixtures.walk(index)))
+    }
+
+    @Test("what was not acknowledged is there after a reopen, in order; what was acknowledged is not; the file is 0600")
+    func reopenKeepsTheUnacknowledged() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("events")
+        let outbox = EventOutbox(path: path)
+        for index in 0..<4 { outbox.add(Self.event(index, index % 2 == 0 ? .enter : .exit)) }
+        let first = try #require(outbox.takeUnsent())
+        let second = try #require(outbox.takeUnsent())
+        #expect(first.event == Self.event(0, .enter) && second.event == Self.event(1, .exit))
+        outbox.acknowledge(second.sequence)
+        outbox.unsend(first.sequence)
+        #expect(outbox.counts.queued == 3 && outbox.counts.acknowledged == 1)
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+
+        let reopened = EventOutbox(path: path)
+        #expect(reopened.problem == nil)
+        var events: [LocationEvent] = []
+        while let entry = reopened.takeUnsent(), events.count < 10 { events.append(entry.event) }
+        #expect(events == [Self.event(0, .enter), Self.event(2, .enter), Self.event(3, .exit)])
+    }
+
+    @Test("a full outbox drops its oldest and counts them")
+    func boundedByCapacity() {
+        let outbox = EventOutbox(path: nil, capacity: 3)
+        for index in 0..<5 { outbox.add(Self.event(index, .enter)) }
+        #expect(outbox.counts.queued == 3 && outbox.counts.dropped == 2)
+        #expect(outbox.takeUnsent()?.event == Self.event(2, .enter))
+    }
+
+    @Test("a line of junk is left out and the file kept as .damaged; a link is not followed")
+    func damageIsKeptAside() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("events")
+        let outbox = EventOutbox(path: path)
+        outbox.add(Self.event(0, .enter))
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes += Data("\u{1}\u{2}junk\n".utf8)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let reopened = EventOutbox(path: path)
+        #expect(reopened.problem?.contains("1 line") == true)
+        #expect(reopened.counts.queued == 1)
+        #expect(FileManager.default.fileExists(atPath: path + ".damaged"))
+
+        let link = directory.file("linked")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        let linked = EventOutbox(path: link)
+        #expect(linked.problem?.contains("link") == true)
+        #expect(linked.counts.queued == 0)
+    }
+}
