@@ -316,7 +316,7 @@ public final class DaemonLocationSource: LocationSource {
                 context.report(.status(status))
             case .satellitesInView(let count):
                 context.report(.satellitesInView(count))
-            case .lifecycle, .accuracyPolicy, .applicationStopped, .region:
+            case .lifecycle, .accuracyPolicy, .applicationStopped, .region, .motion:
                 // The app's own manager evaluates its own regions on the fixes it gets.
                 // The app's own lifecycle is the truth; the session's follows it.
                 break

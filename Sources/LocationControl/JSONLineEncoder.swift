@@ -104,6 +104,13 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: "\",".utf8)
             appendFields(of: event.location, to: &bytes)
             bytes.append(contentsOf: "}\n".utf8)
+        case .motion(let event):
+            // The new state, then the fix that decided it (for a stop, at where it stopped).
+            bytes.append(contentsOf: #"{"type":"motion","state":""#.utf8)
+            bytes.append(contentsOf: event.state.rawValue.utf8)
+            bytes.append(contentsOf: "\",".utf8)
+            appendFields(of: event.location, to: &bytes)
+            bytes.append(contentsOf: "}\n".utf8)
         }
     }
 

@@ -64,6 +64,13 @@ public enum LocationEventDecoder {
                 throw LocationError(.invalidData, "bad region event: \(preview(line))")
             }
             return EventFrame(.region(RegionEvent(region: region, kind: kind, location: location)))
+        case "motion":
+            guard let state = header.state.flatMap(MotionState.init(rawValue:)),
+                let location = try? decoder.decode(Location.self, from: data)
+            else {
+                throw LocationError(.invalidData, "bad motion event: \(preview(line))")
+            }
+            return EventFrame(.motion(MotionEvent(state: state, location: location)))
         case "state":
             guard let state = header.state.flatMap(ApplicationState.init(rawValue:)) else {
                 throw LocationError(.invalidData, "bad state event: \(preview(line))")

@@ -47,13 +47,16 @@ public struct LocationError: Error, Sendable, Hashable, CustomStringConvertible 
         /// confirmed by the fixes after it, or a rollover was corrected; the message gives both times.
         public static let clockJump: Code = "clock-jump"
 
+        /// A fix implied an impossible movement and was rejected (see ``OutlierGate``); the message says how far and how fast.
+        public static let outlierRejected: Code = "outlier-rejected"
+
         /// The app was stopped without willTerminate: purged, or killed while suspended.
         public static let applicationStopped: Code = "app-stopped"
 
         /// Every code this version of the library defines.
         public static let allCases: [Code] = [
             .applicationStopped,
-            .sourceUnavailable, .sourceFailed, .sourceRecovered, .noFix, .fixLost, .invalidTransition, .batchOverflow, .journalIO, .journalCorrupt, .cancelled, .invalidConfiguration, .invalidData, .consumerOverrun, .clockJump,
+            .sourceUnavailable, .sourceFailed, .sourceRecovered, .noFix, .fixLost, .invalidTransition, .batchOverflow, .journalIO, .journalCorrupt, .cancelled, .invalidConfiguration, .invalidData, .consumerOverrun, .clockJump, .accuracyNotMet, .outlierRejected,
         ]
     }
 

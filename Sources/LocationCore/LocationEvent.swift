@@ -26,6 +26,9 @@ public enum LocationEvent: Sendable, Hashable {
     /// A monitored region was entered, left or dwelt in (see ``RegionMonitor``): after the locations event
     /// that carried the fix that caused it, in fix-time order.
     case region(RegionEvent)
+    /// The receiver stopped or started moving (see ``MotionDetector``; only with
+    /// ``LocationManagerConfiguration/motion`` set): after the locations event of the fix that decided it.
+    case motion(MotionEvent)
 }
 
 /// How the locations of one ``LocationEvent/locations(_:_:)`` event reached the app.
@@ -45,4 +48,7 @@ public enum HeldBatchReason: String, Sendable, Hashable, Codable, CaseIterable {
     /// Fixes a holder sent before and no consumer acknowledged (locationd's outbox), sent again to the next
     /// consumer.
     case unacknowledged
+    /// Live fixes deferred under ``LocationManagerConfiguration/maximumUpdateDelay``, delivered together
+    /// once the oldest had waited that long, or at ``LocationManager/flush()``.
+    case deferred
 }

@@ -68,6 +68,18 @@ public final class LocationManager: Sendable {
         var locationReceivedAt: Duration?
         /// The monitored regions, evaluated on every fix the app is given.
         var regions = RegionMonitor()
+        /// The outlier gate's reference fix and rejections since.
+        var gate = OutlierGate.Memory()
+        /// Fixes the outlier gate rejected since the manager started.
+        var rejectedOutliers = 0
+        /// Stationary detection, with ``LocationManagerConfiguration/motion`` set.
+        var motion: MotionDetector?
+        /// When the oldest deferred fix arrived (manager clock), while fixes are deferred.
+        var deferredSince: Duration?
+        /// The fix time of the oldest deferred fix.
+        var deferredOldest: Date?
+        /// Delivers the deferred fixes when their delay ends.
+        var deferTimer: Task<Void, Never>?
     }
 
     private let state: Locked<State>
@@ -122,6 +134,7 @@ public final class LocationManager: Sendable {
             policy: appState == .background || appState == .suspended ? .reduced : .high,
             inBackground: appState == .background || appState == .suspended,
             batch: LocationBatch(capacity: configuration.batchCapacity))
+        initial.motion = configuration.motion.map { MotionDetector(configuration: $0) }
         if let path = configuration.journalPath {
             // A large journal (or a damaged one with a long tail) takes a while to scan: say so first.
             if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 64 << 20 {
@@ -312,11 +325,103 @@ public final class LocationManager: Sendable {
         state.withLock { $0.regions.state(of: identifier) }
     }
 
-    /// Queues `locations` for the app, then the region events they cause.
+    /// Queues `locations` for the app (through the motion detector, when there is one), then the motion and
+    /// region events they cause.
     private func deliver(_ locations: [Location], _ kind: LocationDelivery, _ state: inout State) {
-        delivery.enqueue(event: .locations(locations, kind))
-        guard state.regions.count > 0 else { return }
-        for event in state.regions.evaluate(locations) { delivery.enqueue(event: .region(event)) }
+        var delivered = locations
+        var changes: [MotionEvent] = []
+        if state.motion != nil { (delivered, changes) = detectMotion(locations, &state) }
+        if !delivered.isEmpty { delivery.enqueue(event: .locations(delivered, kind)) }
+        for change in changes { delivery.enqueue(event: .motion(change)) }
+        guard state.regions.count > 0, !delivered.isEmpty else { return }
+        for event in state.regions.evaluate(delivered) { delivery.enqueue(event: .region(event)) }
+    }
+
+    /// Runs `locations` through the motion detector: what is delivered of them (while still, at the stop's
+    /// centroid, or nothing), and the changes they decided.
+    private func detectMotion(_ locations: [Location], _ state: inout State) -> ([Location], [MotionEvent]) {
+        guard var detector = state.motion else { return (locations, []) }
+        defer { state.motion = detector }
+        var delivered: [Location] = []
+        var changes: [MotionEvent] = []
+        delivered.reserveCapacity(locations.count)
+        for location in locations {
+            let change = detector.evaluate(location)
+            var fix = location
+            if detector.state == .stationary, let centroid = detector.centroid {
+                fix.latitude = centroid.latitude
+                fix.longitude = centroid.longitude
+            }
+            if let change { changes.append(MotionEvent(state: change, location: fix)) }
+            if detector.state == .stationary, change == nil, state.configuration.whileStationary == .nothing { continue }
+            delivered.append(fix)
+        }
+        return (delivered, changes)
+    }
+
+    /// Whether the receiver stands still, as the motion detector says; `nil` without detection.
+    public var motionState: MotionState? { state.withLock { $0.motion?.state } }
+
+    /// How many fixes the outlier gate rejected since the manager started.
+    public var rejectedOutlierCount: Int { state.withLock { $0.rejectedOutliers } }
+
+    /// Delivers the deferred fixes now, as one `.held(.deferred)` event (nothing when none wait, or while
+    /// the app's fixes are held for the foreground).
+    public func flush() {
+        state.withLock { state in
+            guard !isHolding(state), !state.batch.isEmpty else { return }
+            flushDeferred(&state)
+        }
+        delivery.drain()
+    }
+
+    /// Delivers deferred fixes that wait, if any (updates stop, or the source ended).
+    private func flushDeferredIfAny(_ state: inout State) {
+        guard state.deferredSince != nil, !isHolding(state), !state.batch.isEmpty else { return }
+        flushDeferred(&state)
+    }
+
+    private func flushDeferred(_ state: inout State) {
+        state.deferredSince = nil
+        state.deferredOldest = nil
+        state.deferTimer?.cancel()
+        state.deferTimer = nil
+        flush(&state, reason: state.batchIsRestored ? .restored : .deferred)
+    }
+
+    /// Keeps `fix` for a deferred delivery, delivering what waits once the oldest has waited the delay.
+    private func deferDelivery(_ fix: Location, delay: Duration, _ state: inout State) {
+        let oldest = state.batch.isEmpty ? fix.timestamp : state.deferredOldest ?? fix.timestamp
+        if state.batch.isEmpty { state.deferredOldest = fix.timestamp }
+        state.batch.append(fix)
+        journal(fix, &state)
+        let now = timeline.now
+        // Counted on the manager's clock, and in fix time (a replay faster than real time defers as the
+        // receiver would have).
+        if fix.timestamp.timeIntervalSince(oldest) >= delay.seconds {
+            flushDeferred(&state)
+            return
+        }
+        guard let since = state.deferredSince else {
+            state.deferredSince = now
+            let deadline = now + delay
+            let timeline = self.timeline
+            state.deferTimer = Task { [weak self] in
+                do { try await timeline.sleep(until: deadline) } catch { return }
+                self?.deferralEnded(since: now)
+            }
+            return
+        }
+        if now - since >= delay { flushDeferred(&state) }
+    }
+
+    /// The delay of the deferral that began at `since` ended.
+    private func deferralEnded(since: Duration) {
+        state.withLock { state in
+            guard state.deferredSince == since, !isHolding(state), !state.batch.isEmpty else { return }
+            flushDeferred(&state)
+        }
+        delivery.drain()
     }
 
     /// The held fixes, oldest first (a copy; for tests and diagnostics).
@@ -346,6 +451,7 @@ public final class LocationManager: Sendable {
         state.withLock { state in
             state.isUpdating = false
             applySourceMode(&state)
+            flushDeferredIfAny(&state)
         }
         updateKeepAlive()
         delivery.drain()
@@ -504,6 +610,18 @@ public final class LocationManager: Sendable {
                             "\(source.name) delivered an impossible coordinate (\(fix.latitude), \(fix.longitude))"))
                     return
                 }
+                if let gate = state.configuration.outlierGate,
+                    case .rejected(let distance, let interval) = gate.judge(fix, &state.gate)
+                {
+                    state.rejectedOutliers += 1
+                    enqueueError(
+                        LocationError(
+                            .outlierRejected,
+                            String(
+                                format: "rejected the fix of %@: %.0f m from the last accepted one in %.1f s of fix time (faster than %g m/s, beyond both accuracies)",
+                                RFC3339.string(from: fix.timestamp, fractionDigits: 3), distance, interval, gate.maximumSpeed)))
+                    return
+                }
                 // A request answers under the policy too: a background app gets only what its policy
                 // lets through (coarsened), however it asks.
                 let offered = state.policy == .reduced ? state.configuration.reduced.coarsen(fix) : fix
@@ -552,6 +670,10 @@ public final class LocationManager: Sendable {
         }
         // Held fixes (restored from a journal while the app was already in the foreground, or held before
         // the background location mode was turned on) are older than any live fix: they go first.
+        if let delay = state.configuration.maximumUpdateDelay {
+            deferDelivery(processed, delay: delay, &state)
+            return
+        }
         if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
         deliver([processed], .live, &state)
     }
@@ -682,6 +804,8 @@ public final class LocationManager: Sendable {
             state.sourceTask = nil
             state.context = nil
             state.isUpdating = false
+            // What a deferral kept goes before the end is told.
+            flushDeferredIfAny(&state)
             if let failure { enqueueError(failure) }
             let status: LocationSourceStatus = failure == nil ? .ended : .unavailable
             if state.sourceStatus != status {

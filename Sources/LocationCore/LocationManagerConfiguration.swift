@@ -28,6 +28,20 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     /// How long ``LocationManager/requestLocation()`` waits for a fix that meets ``desiredAccuracy``
     /// before it delivers the best seen (or an error). Default 30 s.
     public var requestTimeout: Duration
+    /// Rejects fixes that imply an impossible movement (never delivered, never a region's change; each
+    /// reported as an ``LocationError/Code/outlierRejected`` error event); `nil` lets every fix through.
+    /// Default `nil`.
+    public var outlierGate: OutlierGate?
+    /// Tells standing still from moving (``LocationEvent/motion(_:)`` events); `nil` for no detection.
+    /// Default `nil`.
+    public var motion: MotionDetector.Configuration?
+    /// What is delivered while the receiver stands still (with ``motion`` set). Default
+    /// ``StationaryDelivery/centroid``.
+    public var whileStationary: StationaryDelivery
+    /// Deferred delivery: live fixes are kept (and journaled) and delivered together, as one
+    /// `.held(.deferred)` event, no later than this after the oldest of them arrived (or at
+    /// ``LocationManager/flush()``); `nil` delivers each fix as it comes. Default `nil`.
+    public var maximumUpdateDelay: Duration?
 
     /// Creates a configuration; every argument defaults to the documented value.
     public init(
@@ -39,8 +53,16 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         journalPath: String? = nil,
         journalSyncInterval: Duration = .seconds(1),
         updatesBufferLimit: Int = 1_000,
-        requestTimeout: Duration = .seconds(30)
+        requestTimeout: Duration = .seconds(30),
+        outlierGate: OutlierGate? = nil,
+        motion: MotionDetector.Configuration? = nil,
+        whileStationary: StationaryDelivery = .centroid,
+        maximumUpdateDelay: Duration? = nil
     ) {
+        self.outlierGate = outlierGate
+        self.motion = motion
+        self.whileStationary = whileStationary
+        self.maximumUpdateDelay = maximumUpdateDelay
         self.desiredAccuracy = desiredAccuracy
         self.distanceFilter = distanceFilter
         self.allowsBackgroundLocationUpdates = allowsBackgroundLocationUpdates
@@ -51,4 +73,14 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         self.updatesBufferLimit = updatesBufferLimit
         self.requestTimeout = requestTimeout
     }
+}
+
+/// What a ``LocationManager`` delivers while its ``MotionDetector`` says the receiver stands still.
+public enum StationaryDelivery: String, Sendable, Hashable, CaseIterable {
+    /// Each fix, at the position where the receiver stopped (no jitter in a log); its time, accuracy and
+    /// the rest are the fix's own.
+    case centroid
+    /// Nothing: the stop's ``LocationEvent/motion(_:)`` event says where, and the next fix delivered is the
+    /// one that ends the stop.
+    case nothing
 }

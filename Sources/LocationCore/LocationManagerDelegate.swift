@@ -29,6 +29,8 @@ public protocol LocationManagerDelegate: AnyObject, Sendable {
     func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int)
     /// A monitored region was entered, left or dwelt in, at the event's fix.
     func locationManager(_ manager: LocationManager, didUpdateRegion event: RegionEvent)
+    /// The receiver stopped or started moving (with ``LocationManagerConfiguration/motion`` set).
+    func locationManager(_ manager: LocationManager, didChangeMotion event: MotionEvent)
     /// The next `didUpdateLocations` call carries `count` held fixes, flushed because the app returned to
     /// the foreground (or restored from the journal), rather than a live fix.
     func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int)
@@ -54,6 +56,7 @@ extension LocationManagerDelegate {
         case .satellitesInView(let count): locationManager(manager, didUpdateSatellitesInView: count)
         case .droppedHeldLocations(let count): locationManager(manager, didDropHeldLocations: count)
         case .region(let event): locationManager(manager, didUpdateRegion: event)
+        case .motion(let event): locationManager(manager, didChangeMotion: event)
         case .lifecycle, .applicationStopped: break
         }
     }
@@ -71,6 +74,8 @@ extension LocationManagerDelegate {
     public func locationManager(_ manager: LocationManager, didDropHeldLocations count: Int) {}
     /// Does nothing.
     public func locationManager(_ manager: LocationManager, didUpdateRegion event: RegionEvent) {}
+    /// Does nothing.
+    public func locationManager(_ manager: LocationManager, didChangeMotion event: MotionEvent) {}
     /// Does nothing.
     public func locationManager(_ manager: LocationManager, willDeliverHeldLocations count: Int) {}
 }

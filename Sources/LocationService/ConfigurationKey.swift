@@ -102,6 +102,10 @@ extension ServiceConfiguration {
         ConfigurationKey("socket", .text) { if case .text(let v) = $1 { $0.socketPath = v } },
         ConfigurationKey("journal", .text) { if case .text(let v) = $1 { $0.journalPath = v } },
         ConfigurationKey("distanceFilter", .number(.distance)) { if case .number(let v) = $1 { $0.distanceFilter = v } },
+        ConfigurationKey("maxSpeed", .number(.speed)) { if case .number(let v) = $1 { $0.maxSpeed = v } },
+        ConfigurationKey("motion", .onOff) { if case .flag(let v) = $1 { $0.motion = v } },
+        ConfigurationKey("whileStationary", .text) { if case .text(let v) = $1 { $0.whileStationary = v } },
+        ConfigurationKey("maxUpdateDelay", .number(.backgroundInterval)) { if case .number(let v) = $1 { $0.maxUpdateDelay = v } },
         ConfigurationKey("reduced.interval", .number(.backgroundInterval)) {
             if case .number(let v) = $1 { $0.reducedInterval = v }
         },

@@ -136,7 +136,10 @@ private final class EventAdapter: LocationManagerDelegate {
     /// Passes on one manager event when it says something new, and keeps what the session reports.
     func locationManager(_ manager: LocationManager, didReceive event: LocationEvent) {
         switch event {
-        case .locations, .droppedHeldLocations, .region:
+        case .locations, .droppedHeldLocations, .region, .motion:
+            emit(event)
+        case .error(let error) where error.code == .outlierRejected:
+            // The receiver works: one fix was wrong, and is said so.
             emit(event)
         case .lifecycle(let message):
             record.withLock { $0.lastLifecycle = message }

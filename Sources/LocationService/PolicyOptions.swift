@@ -11,6 +11,18 @@ package struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("distance-filter"), parsing: .unconditional, help: ArgumentHelp("Minimum metres between foreground deliveries (default: none, every fix; \(ValueRange.distance)).", valueName: "METRES"))
     package var distanceFilter: NumberArgument?
 
+    @Option(name: .customLong("max-speed"), parsing: .unconditional, help: ArgumentHelp("Reject fixes that imply moving faster than this, beyond both fixes' accuracies (an outlier gate; default: none, every fix passes; \(ValueRange.speed)). 100 suits walking and driving.", valueName: "M/S"))
+    package var maxSpeed: NumberArgument?
+
+    @Option(name: .customLong("motion"), help: ArgumentHelp("Stationary detection: motion events when the receiver stops and moves again (default off).", valueName: "on|off"))
+    package var motion: Switch?
+
+    @Option(name: .customLong("while-stationary"), help: ArgumentHelp("With --motion on, what is delivered while still: centroid (each fix at where it stopped, default) or nothing.", valueName: "centroid|nothing"))
+    package var whileStationary: String?
+
+    @Option(name: .customLong("max-update-delay"), parsing: .unconditional, help: ArgumentHelp("Deferred delivery: live fixes are delivered together, as one batch, at most this many seconds after the oldest arrived (default: none, each as it comes; \(ValueRange.backgroundInterval)).", valueName: "SEC"))
+    package var maxUpdateDelay: NumberArgument?
+
     @Option(name: .customLong("reduced-interval"), parsing: .unconditional, help: ArgumentHelp("Seconds between background acquisitions (default 60; \(ValueRange.backgroundInterval)).", valueName: "SEC"))
     package var reducedInterval: NumberArgument?
 
@@ -36,6 +48,15 @@ package struct PolicyOptions: ParsableArguments {
         if let reducedAccuracy { configuration.reducedAccuracy = try reducedAccuracy.value(in: .distance, for: "--reduced-accuracy") }
         if let reducedDistance { configuration.reducedDistance = try reducedDistance.value(in: .distance, for: "--reduced-distance") }
         if let backgroundLocation { configuration.backgroundLocation = backgroundLocation == .on }
+        if let maxSpeed { configuration.maxSpeed = try maxSpeed.value(in: .speed, for: "--max-speed") }
+        if let motion { configuration.motion = motion == .on }
+        if let whileStationary {
+            guard StationaryDelivery(rawValue: whileStationary) != nil else {
+                throw CommandFailure.usage("--while-stationary '\(ValueRange.printable(whileStationary))' is neither centroid nor nothing")
+            }
+            configuration.whileStationary = whileStationary
+        }
+        if let maxUpdateDelay { configuration.maxUpdateDelay = try maxUpdateDelay.value(in: .backgroundInterval, for: "--max-update-delay") }
         do throws(LocationError) { try configuration.validate() } catch { throw CommandFailure.usage(error.message) }
         return configuration
     }

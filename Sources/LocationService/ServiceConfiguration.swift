@@ -82,6 +82,15 @@ package struct ServiceConfiguration: Sendable, Hashable {
     }
     /// Metres between foreground deliveries. Key `distanceFilter`, default none.
     package var distanceFilter: Double?
+    /// The outlier gate's fastest plausible movement, m/s. Key `maxSpeed`, default none (every fix passes).
+    package var maxSpeed: Double?
+    /// Stationary detection. Key `motion`, default off.
+    package var motion = false
+    /// What is delivered while still: `centroid` or `nothing`. Key `whileStationary`, default `centroid`.
+    package var whileStationary = StationaryDelivery.centroid.rawValue
+    /// Deferred delivery: seconds a live fix may wait to be delivered with the next. Key `maxUpdateDelay`,
+    /// default none.
+    package var maxUpdateDelay: Double?
     /// Seconds between background acquisitions. Key `reduced.interval`, default 60.
     package var reducedInterval = 60.0
     /// Metres that end a background acquisition. Key `reduced.accuracy`, default 100.
@@ -270,6 +279,11 @@ package struct ServiceConfiguration: Sendable, Hashable {
         try check(reducedDistance, .distance, "reduced distance")
         try check(reducedCoarseningGrid, .distance, "reduced coarsening grid")
         try check(distanceFilter, .distance, "distance filter")
+        try check(maxSpeed, .speed, "maximum speed")
+        try check(maxUpdateDelay, .backgroundInterval, "maximum update delay")
+        if StationaryDelivery(rawValue: whileStationary) == nil {
+            throw bad("while stationary '\(ValueRange.printable(whileStationary))' is neither centroid nor nothing")
+        }
         try check(didEnterBackgroundBudget, .lifecycleTime, "didEnterBackground budget")
         try check(taskTimeLimit, .lifecycleTime, "task time limit")
         try check(controlStallTimeout, .stallTimeout, "control stall timeout")
@@ -314,7 +328,11 @@ package struct ServiceConfiguration: Sendable, Hashable {
                 distanceFilter: reducedDistance,
                 coarseningGrid: reducedCoarseningGrid),
             batchCapacity: batchCapacity,
-            journalPath: journalPath)
+            journalPath: journalPath,
+            outlierGate: maxSpeed.map { OutlierGate(maximumSpeed: $0) },
+            motion: motion ? MotionDetector.Configuration() : nil,
+            whileStationary: StationaryDelivery(rawValue: whileStationary) ?? .centroid,
+            maximumUpdateDelay: maxUpdateDelay.map { ValueRange.duration(clampingSeconds: $0) })
     }
 
     /// The lifecycle configuration these values describe.

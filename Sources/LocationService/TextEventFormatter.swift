@@ -42,6 +42,8 @@ package enum TextEventFormatter {
             return line(.error(JSONLineEncoder.droppedError(count)))
         case .region(let event):
             return "── region \(TerminalText.escaped(event.region)): \(event.kind.rawValue) at " + line(event.location)
+        case .motion(let event):
+            return "── motion: \(event.state.rawValue) at " + line(event.location)
         case .sourceStatus(.noFix):
             return "── waiting for a fix"
         case .sourceStatus(.hasFix):

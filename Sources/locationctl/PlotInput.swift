@@ -223,7 +223,7 @@ final class PlotInput {
         case .satellitesInView:
             // Said only while there is no fix, which the source line before it already broke the line for.
             break
-        case .applicationStopped, .accuracyPolicy, .droppedHeldLocations, .region:
+        case .applicationStopped, .accuracyPolicy, .droppedHeldLocations, .region, .motion:
             break
         }
     }

@@ -143,6 +143,7 @@ struct ServiceLayerTests {
         case .error: 6
         case .droppedHeldLocations: 7
         case .region: 8
+        case .motion: 9
         }
     }
 
@@ -167,6 +168,10 @@ struct ServiceLayerTests {
             EventFrame(.region(RegionEvent(region: "home \"1\"", kind: .enter, location: LocationFixtures.walk(4)))),
             EventFrame(.region(RegionEvent(region: "h", kind: .exit, location: LocationFixtures.walk(5)))),
             EventFrame(.region(RegionEvent(region: "ü", kind: .dwell, location: LocationFixtures.walk(6)))),
+            EventFrame(.motion(MotionEvent(state: .stationary, location: LocationFixtures.walk(7)))),
+            EventFrame(.motion(MotionEvent(state: .moving, location: LocationFixtures.walk(8)))),
+            EventFrame(.locations(LocationFixtures.walk(count: 3), .held(.deferred))),
+            EventFrame(.error(LocationError(.outlierRejected, "rejected"))),
         ]
         for frame in frames {
             let line = JSONLineEncoder.line(frame)
@@ -176,7 +181,7 @@ struct ServiceLayerTests {
             #expect((try? JSONSerialization.jsonObject(with: Data(line))) != nil)
         }
         // Every case of LocationEvent is in the list above.
-        #expect(Set(frames.map { Self.kind($0.event) }).count == 9)
+        #expect(Set(frames.map { Self.kind($0.event) }).count == 10)
         #expect(String(decoding: JSONLineEncoder.line(.lifecycle(.didEnterBackground)), as: UTF8.self)
             == #"{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}"# + "\n")
         // What a client that does not know the newer keys reads stays the same: the state, the error.
