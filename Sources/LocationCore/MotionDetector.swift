@@ -17,8 +17,8 @@ import Foundation
 /// - Fixes worse than ``Configuration/accuracyLimit`` (50 m) change nothing either way. A fix without an
 ///   accuracy counts 5 m per unit of HDOP, or 10 m without an HDOP either (a GPX file's track).
 ///
-/// While stationary, ``centroid`` is where it stopped (the mean of the deciding window, refined by the
-/// still fixes after it).
+/// While stationary, ``centroid`` is where it stopped: the mean of the newer half of the deciding window,
+/// refined by each still fix after it (a running mean, so it moves by a fix's noise divided by the count).
 public struct MotionDetector: Sendable {
     /// The detector's thresholds.
     public struct Configuration: Sendable, Hashable {
@@ -87,9 +87,10 @@ public struct MotionDetector: Sendable {
             while recent.count - drop > configuration.pauseCount, recent[drop + 1].timestamp <= start { drop += 1 }
             if drop > 0 { recent.removeFirst(drop) }
             guard isStill() else { return nil }
-            let mean = Self.mean(recent[...])
-            centroid = mean
-            stillCount = recent.count
+            // The newer half is surely still (the older may hold the last steps of the walk).
+            let newer = recent[(recent.count / 2)...]
+            centroid = Self.mean(newer)
+            stillCount = newer.count
             movingInRow = 0
             state = .stationary
             return .stationary

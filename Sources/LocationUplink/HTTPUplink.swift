@@ -104,6 +104,10 @@ package final class HTTPUplink: Uplink {
         signal()
     }
 
+    /// OwnTracks and Traccar have no message for it: while still, the fixes they get are at the stop's
+    /// centroid (``StationaryDelivery``), and Traccar tells motion itself.
+    package func take(_ event: MotionEvent) {}
+
     /// What the sending thread posts next.
     private enum Item {
         case fix(UplinkOutbox.Entry)

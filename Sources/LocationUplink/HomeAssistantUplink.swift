@@ -39,6 +39,10 @@ package final class HomeAssistantUplink: Uplink {
         var lastAcknowledged: Date?
         /// The regions inside, in the order they were entered: the last is the zone.
         var inside: [String] = []
+        /// The motion state, once the consumer's detector has said one.
+        var motion: MotionState?
+        /// The newest fix sent (or in flight): sent again when the motion state changes.
+        var newest: Location?
     }
 
     private let state = Locked(State())
@@ -132,6 +136,18 @@ package final class HomeAssistantUplink: Uplink {
         if changed { publishZone() }
     }
 
+    /// Takes a motion event: the attributes say `"motion":"stationary"|"moving"` from now on, and the newest
+    /// fix is sent again with it.
+    package func take(_ event: MotionEvent) {
+        let resend = state.withLock { state -> Bool in
+            guard state.motion != event.state else { return false }
+            state.motion = event.state
+            if state.waiting == nil, let newest = state.newest { state.waiting = newest }
+            return true
+        }
+        if resend { send() }
+    }
+
     /// The regions the tracker is inside when the uplink starts (their states restored from a previous
     /// run): the zone it publishes at its first connection.
     package func restoreZones(inside regions: [String]) {
@@ -175,7 +191,11 @@ package final class HomeAssistantUplink: Uplink {
             return waiting
         }
         guard let next else { return }
-        switch client.publish(topic: endpoint.topic, payload: Self.attributes(of: next), qos: 1, retain: true) {
+        let motion = state.withLock { state in
+            state.newest = next
+            return state.motion
+        }
+        switch client.publish(topic: endpoint.topic, payload: Self.attributes(of: next, motion: motion), qos: 1, retain: true) {
         case .success(let messageID):
             let acknowledgedAlready = state.withLock { state -> Bool in
                 if state.early.remove(messageID) != nil { return true }
@@ -258,8 +278,9 @@ package final class HomeAssistantUplink: Uplink {
     }
 
     /// The attributes Home Assistant reads a GPS position from (`latitude`, `longitude`, `gps_accuracy`),
-    /// with the altitude, speed (m/s), course and the fix time where known.
-    static func attributes(of fix: Location) -> [UInt8] {
+    /// with the altitude, speed (m/s), course and the fix time where known, and the motion state when the
+    /// consumer detects it.
+    static func attributes(of fix: Location, motion: MotionState? = nil) -> [UInt8] {
         var object: [String: Any] = [
             "latitude": fix.latitude, "longitude": fix.longitude,
             "gps_accuracy": OwnTracksMessage.accuracy(of: fix),
@@ -268,6 +289,7 @@ package final class HomeAssistantUplink: Uplink {
         if let altitude = fix.altitude, altitude.isFinite { object["altitude"] = altitude }
         if let speed = fix.speed, speed.isFinite { object["speed"] = speed }
         if let course = fix.course, course.isFinite { object["course"] = course }
+        if let motion { object["motion"] = motion.rawValue }
         return (try? Array(JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))) ?? []
     }
 }

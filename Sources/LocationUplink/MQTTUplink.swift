@@ -126,6 +126,10 @@ package final class MQTTUplink: Uplink {
         pump()
     }
 
+    /// OwnTracks has no message for it: while still, the fixes it gets are at the stop's centroid
+    /// (``StationaryDelivery``).
+    package func take(_ event: MotionEvent) {}
+
     /// Where the newest fix comes from when a command asks for it (the consumer's manager: the receiver's
     /// latest, whether or not the uplink's policy sent it).
     package func answerReportsWith(_ latest: @escaping @Sendable () -> Location?) {

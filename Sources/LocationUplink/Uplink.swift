@@ -15,6 +15,8 @@ package protocol Uplink: Sendable {
     func take(_ location: Location)
     /// Takes a region event the uplink's consumer delivered (those its receiver has a message for are sent).
     func take(_ event: RegionEvent)
+    /// Takes a motion event the uplink's consumer delivered (a receiver with a field for it gets it).
+    func take(_ event: MotionEvent)
     /// What `status` shows of it.
     var status: UplinkStatus { get }
     /// Disconnects; what is not acknowledged stays for the next start.

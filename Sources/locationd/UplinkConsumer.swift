@@ -84,6 +84,8 @@ final class UplinkConsumer: LocationManagerDelegate {
         case .region(let event):
             uplink.take(event)
             saveRegions()
+        case .motion(let event):
+            uplink.take(event)
         default: break
         }
     }

@@ -7,33 +7,8 @@ import Testing
 /// Stationary detection, the outlier gate and deferred delivery, on generated tracks with known answers.
 @Suite("LocationManager: motion, outliers and deferred delivery", .serialized)
 struct MotionAndDeferralTests {
-    /// A track: `walk` seconds walking at 1.4 m/s north-east, `stop` seconds standing with σ `noise` m of
-    /// position noise (and a reported speed under 0.3 m/s), then walking on; one fix a second from `start`.
     static func walkStopWalk(walk: Int, stop: Int, noise: Double, seed: UInt64 = 7) -> [Location] {
-        var random = SplitMix64(seed: seed)
-        func gaussian() -> Double {
-            let u = max(1e-12, Double.random(in: 0..<1, using: &random)), v = Double.random(in: 0..<1, using: &random)
-            return (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
-        }
-        let metresPerDegree = 111_195.0
-        var fixes: [Location] = []
-        var north = 0.0, east = 0.0
-        for second in 0..<(walk + stop + walk) {
-            let walking = second < walk || second >= walk + stop
-            if walking {
-                north += 1.0
-                east += 1.0
-            }
-            var fix = LocationFixtures.walk(0)
-            let noiseNorth = walking ? 0 : gaussian() * noise, noiseEast = walking ? 0 : gaussian() * noise
-            fix.latitude += (north + noiseNorth) / metresPerDegree
-            fix.longitude += (east + noiseEast) / (metresPerDegree * cos(fix.latitude * .pi / 180))
-            fix.timestamp = LocationFixtures.epoch.addingTimeInterval(Double(second))
-            fix.speed = walking ? 1.4 : abs(gaussian()) * 0.1
-            fix.horizontalAccuracy = walking ? 4.5 : max(3, noise)
-            fixes.append(fix)
-        }
-        return fixes
+        LocationFixtures.walkStopWalk(walk: walk, stop: stop, noise: noise, seed: seed)
     }
 
     static func motions(_ events: [LocationEvent]) -> [MotionEvent] {
