@@ -330,7 +330,7 @@ public final class LocationManager: Sendable {
     private func deliver(_ locations: [Location], _ kind: LocationDelivery, _ state: inout State) {
         var delivered = locations
         var changes: [MotionEvent] = []
-        if state.motion != nil { (delivered, changes) = detectMotion(locations, &state) }
+        if state.motion != nil { (delivered, changes) = detectMotion(locations, kind, &state) }
         if !delivered.isEmpty { delivery.enqueue(event: .locations(delivered, kind)) }
         for change in changes { delivery.enqueue(event: .motion(change)) }
         guard state.regions.count > 0, !delivered.isEmpty else { return }
@@ -339,14 +339,19 @@ public final class LocationManager: Sendable {
 
     /// Runs `locations` through the motion detector: what is delivered of them (while still, at the stop's
     /// centroid, or nothing), and the changes they decided.
-    private func detectMotion(_ locations: [Location], _ state: inout State) -> ([Location], [MotionEvent]) {
+    private func detectMotion(_ locations: [Location], _ kind: LocationDelivery, _ state: inout State) -> ([Location], [MotionEvent]) {
         guard var detector = state.motion else { return (locations, []) }
-        defer { state.motion = detector }
         var delivered: [Location] = []
         var changes: [MotionEvent] = []
+        defer {
+            state.motion = detector
+            // The receiver rests while still, and works again once it moved.
+            if state.configuration.pausesWhenStationary, !changes.isEmpty { applySourceMode(&state) }
+        }
         delivered.reserveCapacity(locations.count)
+        let pausing = state.configuration.pausesWhenStationary && detector.state == .stationary
         for location in locations {
-            let change = detector.evaluate(location)
+            let change = detector.evaluate(location, sparse: pausing && kind == .live)
             var fix = location
             if detector.state == .stationary, let centroid = detector.centroid {
                 fix.latitude = centroid.latitude
@@ -761,7 +766,14 @@ public final class LocationManager: Sendable {
     private func effectiveMode(_ state: State) -> AcquisitionMode? {
         if !state.requests.isEmpty { return .continuous }
         guard state.isUpdating else { return nil }
-        return state.policy == .high ? .continuous : .dutyCycled(state.configuration.reduced.dutyCycle)
+        let mode: AcquisitionMode = state.policy == .high ? .continuous : .dutyCycled(state.configuration.reduced.dutyCycle)
+        guard state.configuration.pausesWhenStationary, state.motion?.state == .stationary else { return mode }
+        // Paused: a check every so often, unless the policy already rests longer.
+        let pause = DutyCycle(
+            interval: state.configuration.stationaryCheckInterval,
+            desiredAccuracy: state.configuration.motion?.accuracyLimit, acquisitionTimeout: .seconds(10))
+        if case .dutyCycled(let cycle) = mode, cycle.interval >= pause.interval { return mode }
+        return .dutyCycled(pause)
     }
 
     private func applySourceMode(_ state: inout State) {

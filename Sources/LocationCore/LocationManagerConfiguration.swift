@@ -38,6 +38,12 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
     /// What is delivered while the receiver stands still (with ``motion`` set). Default
     /// ``StationaryDelivery/centroid``.
     public var whileStationary: StationaryDelivery
+    /// While the receiver stands still (with ``motion`` set), let it rest: one acquisition every
+    /// ``stationaryCheckInterval`` instead of every epoch, and back to the policy's own mode at the first
+    /// check fix that has clearly moved. Default `false`.
+    public var pausesWhenStationary: Bool
+    /// Time between the checks while paused (with ``pausesWhenStationary``). Default 30 s.
+    public var stationaryCheckInterval: Duration
     /// Deferred delivery: live fixes are kept (and journaled) and delivered together, as one
     /// `.held(.deferred)` event, no later than this after the oldest of them arrived (or at
     /// ``LocationManager/flush()``); `nil` delivers each fix as it comes. Default `nil`.
@@ -57,8 +63,12 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
         outlierGate: OutlierGate? = nil,
         motion: MotionDetector.Configuration? = nil,
         whileStationary: StationaryDelivery = .centroid,
+        pausesWhenStationary: Bool = false,
+        stationaryCheckInterval: Duration = .seconds(30),
         maximumUpdateDelay: Duration? = nil
     ) {
+        self.pausesWhenStationary = pausesWhenStationary
+        self.stationaryCheckInterval = stationaryCheckInterval
         self.outlierGate = outlierGate
         self.motion = motion
         self.whileStationary = whileStationary

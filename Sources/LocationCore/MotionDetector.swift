@@ -73,7 +73,10 @@ public struct MotionDetector: Sendable {
     }
 
     /// Takes the next fix (in fix-time order); the new state when this fix changed it.
-    public mutating func evaluate(_ fix: Location) -> MotionState? {
+    ///
+    /// - Parameter sparse: The fixes are checks far apart (a paused receiver): one fix that has clearly
+    ///   moved ends the stop, rather than ``Configuration/resumeCount`` in a row.
+    public mutating func evaluate(_ fix: Location, sparse: Bool = false) -> MotionState? {
         let accuracy = fix.horizontalAccuracy ?? fix.hdop.map { $0 * Self.metresPerHDOP } ?? Self.unknownAccuracy
         guard fix.hasValidCoordinate, accuracy.isFinite, accuracy <= configuration.accuracyLimit else { return nil }
         if let last = recent.last, fix.timestamp <= last.timestamp { return nil }
@@ -105,7 +108,7 @@ public struct MotionDetector: Sendable {
             let fast = (fix.speed ?? 0) > configuration.resumeSpeed && beyond > configuration.radius
             if away || fast {
                 movingInRow += 1
-                guard movingInRow >= configuration.resumeCount else { return nil }
+                guard movingInRow >= (sparse ? 1 : configuration.resumeCount) else { return nil }
                 state = .moving
                 self.centroid = nil
                 recent = [fix]

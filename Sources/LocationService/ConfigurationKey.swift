@@ -104,6 +104,7 @@ extension ServiceConfiguration {
         ConfigurationKey("distanceFilter", .number(.distance)) { if case .number(let v) = $1 { $0.distanceFilter = v } },
         ConfigurationKey("maxSpeed", .number(.speed)) { if case .number(let v) = $1 { $0.maxSpeed = v } },
         ConfigurationKey("motion", .onOff) { if case .flag(let v) = $1 { $0.motion = v } },
+        ConfigurationKey("pausesWhenStationary", .onOff) { if case .flag(let v) = $1 { $0.pausesWhenStationary = v } },
         ConfigurationKey("whileStationary", .text) { if case .text(let v) = $1 { $0.whileStationary = v } },
         ConfigurationKey("maxUpdateDelay", .number(.backgroundInterval)) { if case .number(let v) = $1 { $0.maxUpdateDelay = v } },
         ConfigurationKey("reduced.interval", .number(.backgroundInterval)) {

@@ -17,6 +17,9 @@ package struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("motion"), help: ArgumentHelp("Stationary detection: motion events when the receiver stops and moves again (default off).", valueName: "on|off"))
     package var motion: Switch?
 
+    @Option(name: .customLong("pauses-when-stationary"), help: ArgumentHelp("Let the receiver rest while it stands still: one check every 30 s, back to every fix at the first check that has moved (implies --motion on; default off).", valueName: "on|off"))
+    package var pausesWhenStationary: Switch?
+
     @Option(name: .customLong("while-stationary"), help: ArgumentHelp("With --motion on, what is delivered while still: centroid (each fix at where it stopped, default) or nothing.", valueName: "centroid|nothing"))
     package var whileStationary: String?
 
@@ -50,6 +53,7 @@ package struct PolicyOptions: ParsableArguments {
         if let backgroundLocation { configuration.backgroundLocation = backgroundLocation == .on }
         if let maxSpeed { configuration.maxSpeed = try maxSpeed.value(in: .speed, for: "--max-speed") }
         if let motion { configuration.motion = motion == .on }
+        if let pausesWhenStationary { configuration.pausesWhenStationary = pausesWhenStationary == .on }
         if let whileStationary {
             guard StationaryDelivery(rawValue: whileStationary) != nil else {
                 throw CommandFailure.usage("--while-stationary '\(ValueRange.printable(whileStationary))' is neither centroid nor nothing")

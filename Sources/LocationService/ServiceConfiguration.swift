@@ -86,6 +86,9 @@ package struct ServiceConfiguration: Sendable, Hashable {
     package var maxSpeed: Double?
     /// Stationary detection. Key `motion`, default off.
     package var motion = false
+    /// The receiver rests while still (a check every 30 s); implies ``motion``. Key `pausesWhenStationary`,
+    /// default off.
+    package var pausesWhenStationary = false
     /// What is delivered while still: `centroid` or `nothing`. Key `whileStationary`, default `centroid`.
     package var whileStationary = StationaryDelivery.centroid.rawValue
     /// Deferred delivery: seconds a live fix may wait to be delivered with the next. Key `maxUpdateDelay`,
@@ -330,8 +333,9 @@ package struct ServiceConfiguration: Sendable, Hashable {
             batchCapacity: batchCapacity,
             journalPath: journalPath,
             outlierGate: maxSpeed.map { OutlierGate(maximumSpeed: $0) },
-            motion: motion ? MotionDetector.Configuration() : nil,
+            motion: motion || pausesWhenStationary ? MotionDetector.Configuration() : nil,
             whileStationary: StationaryDelivery(rawValue: whileStationary) ?? .centroid,
+            pausesWhenStationary: pausesWhenStationary,
             maximumUpdateDelay: maxUpdateDelay.map { ValueRange.duration(clampingSeconds: $0) })
     }
 

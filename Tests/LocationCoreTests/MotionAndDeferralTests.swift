@@ -1,4 +1,5 @@
 import Clocks
+import ConcurrencyExtras
 import Foundation
 import LocationCore
 import LocationTesting
@@ -153,6 +154,35 @@ struct MotionAndDeferralTests {
             await h.clock.advance(by: .seconds(30))
             await h.manager.waitForPendingDeliveries()
             #expect(h.delegate.events.last == last)
+        }
+    }
+
+    @Test("pausesWhenStationary: while still the receiver is read once per 30 s check, and it resumes at the first check that has moved", .timeLimit(.minutes(1)))
+    func pausesWhileStill() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(motion: .init(), pausesWhenStationary: true))
+            await h.start()
+            let track = Self.walkStopWalk(walk: 120, stop: 900, noise: 4)
+            var heardAtStop = 0, missedAtStop = 0
+            for (second, fix) in track.enumerated() {
+                if second == 300 { (heardAtStop, missedAtStop) = (h.source.heardCount, h.source.missedCount) }
+                if second == 1020 {
+                    // 720 s of the stop after the first three minutes: a check each 30 s, each one or a few fixes.
+                    let heard = h.source.heardCount - heardAtStop, missed = h.source.missedCount - missedAtStop
+                    #expect(heard <= 72 && missed >= 640, "heard \(heard), missed \(missed) while paused")
+                }
+                h.source.emit(fix)
+                await Task.megaYield()
+                await h.clock.advance(by: .seconds(1))
+            }
+            await h.manager.waitForPendingDeliveries()
+            let motions = Self.motions(h.delegate.events)
+            #expect(motions.map(\.state) == [.stationary, .moving])
+            let resumed = motions.last.map { Int($0.location.timestamp.timeIntervalSince(LocationFixtures.epoch)) } ?? 0
+            #expect((1020...1055).contains(resumed), "resumed at \(resumed) s")
+            // Walking again: every fix is read.
+            let tail = h.delegate.locations.filter { $0.timestamp > (motions.last?.location.timestamp ?? .distantFuture) }
+            #expect(tail.count >= 1140 - resumed - 5, "\(tail.count) fixes after resuming at \(resumed)")
         }
     }
 }
