@@ -1,7 +1,7 @@
 // locationbench: every headline figure of the project next to its peers, measured in one run.
 //
 //   swift run -c release locationbench [--quick] [--json] [--runs N] [--only ITEMS]
-//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live|fleet|regions [OPTIONS]   one focused measurement (below)
+//   swift run -c release locationbench batch|gpx|gpsd|apps|uplink|uplink-live|fleet|regions|motion [OPTIONS]   one focused measurement (below)
 //
 // Inputs are generated here from a fixed seed. Each figure is a median of several runs; peers that are not
 // installed are reported as such (null in JSON). The measuring code is in LocationBenchmarks, shared
@@ -9,7 +9,8 @@
 // at any size: GPXCommand), `gpsd` (latency, CPU, recovery, acquisition: GPSDCommand), `apps` (locationd
 // serving many apps: AppsCommand), `uplink` (an uplink's drain to a broker: UplinkCommand), `uplink-live` (fix → broker
 // latency at 1 Hz and a broker restart, beside a shell bridge: UplinkLiveCommand), `fleet` (100
-// daemons into one broker: FleetCommand) and `regions` (region evaluation per fix: RegionsCommand).
+// daemons into one broker: FleetCommand), `regions` (region evaluation per fix: RegionsCommand) and `motion`
+// (what pausesWhenStationary saves while parked: MotionCommand).
 import Foundation
 import LocationBenchmarks
 import LocationCore
@@ -21,7 +22,7 @@ GPXReadChild.runIfRequested(CommandLine.arguments)
 let subcommands: [String: @Sendable ([String]) async throws -> Void] = [
     "batch": BatchCommand.run, "gpx": GPXCommand.run, "gpsd": GPSDCommand.run, "apps": AppsCommand.run,
     "uplink": UplinkCommand.run, "uplink-live": UplinkLiveCommand.run, "fleet": FleetCommand.run,
-    "regions": RegionsCommand.run,
+    "regions": RegionsCommand.run, "motion": MotionCommand.run,
 ]
 if let name = CommandLine.arguments.dropFirst().first, let subcommand = subcommands[name] {
     try await subcommand(Array(CommandLine.arguments.dropFirst(2)))
