@@ -74,8 +74,10 @@ public struct MotionDetector: Sendable {
 
     /// Takes the next fix (in fix-time order); the new state when this fix changed it.
     ///
-    /// - Parameter sparse: The fixes are checks far apart (a paused receiver): one fix that has clearly
-    ///   moved ends the stop, rather than ``Configuration/resumeCount`` in a row.
+    /// - Parameters:
+    ///   - fix: The fix.
+    ///   - sparse: The fixes are checks far apart (a paused receiver): one fix that has clearly moved ends
+    ///     the stop, rather than ``Configuration/resumeCount`` in a row.
     public mutating func evaluate(_ fix: Location, sparse: Bool = false) -> MotionState? {
         let accuracy = fix.horizontalAccuracy ?? fix.hdop.map { $0 * Self.metresPerHDOP } ?? Self.unknownAccuracy
         guard fix.hasValidCoordinate, accuracy.isFinite, accuracy <= configuration.accuracyLimit else { return nil }
