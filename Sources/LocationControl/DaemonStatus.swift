@@ -77,6 +77,10 @@ public struct DaemonStatus: Codable, Sendable, Hashable {
     public var uplinks: [UplinkStatus]?
     /// locationd's NMEA socket and what its readers got (`nil` from a daemon without one).
     public var nmeaSocket: NMEASocketStatus?
+    /// Whether the app's receiver stands still, as its motion detector says (`nil` without `--motion`).
+    public var motion: MotionState?
+    /// Fixes the outlier gate rejected for the app since the daemon started (`nil` without `--max-speed`).
+    public var outliersRejected: Int?
 
     /// Creates a status report.
     public init(

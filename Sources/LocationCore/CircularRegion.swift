@@ -28,7 +28,8 @@ public struct CircularRegion: Sendable, Hashable, Codable {
         identifier: String, latitude: Double, longitude: Double, radius: Double, loiteringDelay: Duration? = nil
     ) throws(LocationError) {
         func bad(_ reason: String) -> LocationError {
-            let shown = identifier.count > 64 ? String(identifier.prefix(64)).debugDescription + "…" : identifier.debugDescription
+            // Quoted with what cannot be shown escaped (a U+202E would turn the line around on a terminal).
+            let shown = "\"" + ValueRange.printable(identifier, limit: 64) + "\""
             return LocationError(.invalidConfiguration, "region \(shown): \(reason)")
         }
         guard !identifier.isEmpty, identifier.utf8.count <= Self.maximumIdentifierLength,
@@ -83,7 +84,7 @@ public struct CircularRegion: Sendable, Hashable, Codable {
     }
 
     /// Control characters, and the invisible ones that reorder or break a line on a terminal (U+202E, U+2028).
-    private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return true }
         switch scalar.properties.generalCategory {
         case .format, .lineSeparator, .paragraphSeparator: return true

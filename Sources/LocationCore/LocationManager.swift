@@ -72,6 +72,8 @@ public final class LocationManager: Sendable {
         var gate = OutlierGate.Memory()
         /// Fixes the outlier gate rejected since the manager started.
         var rejectedOutliers = 0
+        /// Whether the log has said that the regions skip fixes older than the last they saw.
+        var saidRegionsSkipOldFixes = false
         /// Stationary detection, with ``LocationManagerConfiguration/motion`` set.
         var motion: MotionDetector?
         /// When the oldest deferred fix arrived (manager clock), while fixes are deferred.
@@ -333,7 +335,15 @@ public final class LocationManager: Sendable {
         if state.motion != nil { (delivered, changes) = detectMotion(locations, kind, &state) }
         if !delivered.isEmpty { delivery.enqueue(event: .locations(delivered, kind)) }
         for change in changes { delivery.enqueue(event: .motion(change)) }
-        guard state.regions.count > 0, !delivered.isEmpty else { return }
+        guard state.regions.count > 0, let newest = delivered.last else { return }
+        if !state.saidRegionsSkipOldFixes, let last = state.regions.lastEvaluatedFixTime, newest.timestamp <= last,
+            last.timeIntervalSince(newest.timestamp) < RegionMonitor.lateFixWindow
+        {
+            // Once: a replay started again from its beginning, or a region state restored from a later run.
+            state.saidRegionsSkipOldFixes = true
+            logger.notice(
+                "regions: these fixes are no newer than the last the regions saw (\(RFC3339.string(from: last))); fixes up to a day older change no region, so that fixes delivered again are never counted twice")
+        }
         for event in state.regions.evaluate(delivered) { delivery.enqueue(event: .region(event)) }
     }
 
@@ -351,11 +361,15 @@ public final class LocationManager: Sendable {
         delivered.reserveCapacity(locations.count)
         let pausing = state.configuration.pausesWhenStationary && detector.state == .stationary
         for location in locations {
-            let change = detector.evaluate(location, sparse: pausing && kind == .live)
+            let change = detector.evaluate(location, sparse: pausing && (kind == .live || kind == .held(.deferred)))
             var fix = location
             if detector.state == .stationary, let centroid = detector.centroid {
+                // At the stop, standing: a speed made of noisy positions would say otherwise.
                 fix.latitude = centroid.latitude
                 fix.longitude = centroid.longitude
+                if fix.speed != nil { fix.speed = 0 }
+                fix.course = nil
+                fix.courseAccuracy = nil
             }
             if let change { changes.append(MotionEvent(state: change, location: fix)) }
             if detector.state == .stationary, change == nil, state.configuration.whileStationary == .nothing { continue }
@@ -396,6 +410,14 @@ public final class LocationManager: Sendable {
 
     /// Keeps `fix` for a deferred delivery, delivering what waits once the oldest has waited the delay.
     private func deferDelivery(_ fix: Location, delay: Duration, _ state: inout State) {
+        // A paused receiver's checks are far apart: each is delivered at once, so that one that has moved
+        // resumes the receiver now, not a delay later.
+        if state.configuration.pausesWhenStationary, state.motion?.state == .stationary {
+            state.batch.append(fix)
+            journal(fix, &state)
+            flushDeferred(&state)
+            return
+        }
         let oldest = state.batch.isEmpty ? fix.timestamp : state.deferredOldest ?? fix.timestamp
         if state.batch.isEmpty { state.deferredOldest = fix.timestamp }
         state.batch.append(fix)

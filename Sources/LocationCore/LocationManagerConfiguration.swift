@@ -87,8 +87,8 @@ public struct LocationManagerConfiguration: Sendable, Hashable {
 
 /// What a ``LocationManager`` delivers while its ``MotionDetector`` says the receiver stands still.
 public enum StationaryDelivery: String, Sendable, Hashable, CaseIterable {
-    /// Each fix, at the position where the receiver stopped (no jitter in a log); its time, accuracy and
-    /// the rest are the fix's own.
+    /// Each fix, at the position where the receiver stopped (no jitter in a log), with a speed of 0 and no
+    /// course; its time, accuracy and the rest are the fix's own.
     case centroid
     /// Nothing: the stop's ``LocationEvent/motion(_:)`` event says where, and the next fix delivered is the
     /// one that ends the stop.

@@ -8,8 +8,10 @@ import Foundation
 ///   halves is a speed below ``Configuration/pauseSpeed`` (0.5 m/s). The drift of two centroids, not the
 ///   spread of single fixes nor their reported speeds, is what tells a slow walk from noise: averaging a
 ///   dozen fixes divides a parked receiver's noise by more than three, while a walk at 0.4 m/s drifts 12 m in
-///   a 60 s window. (A reported speed is not trusted for a stop: a replay's speeds are made of noisy
-///   positions, several m/s while parked.)
+///   a 60 s window. The fixes must also stay near their mean (RMS distance within the radius plus 1.5 ×
+///   their median accuracy), or an out-and-back (a U-turn, whose halves have the same mean) would pass. (A
+///   reported speed is not trusted for a stop: a replay's speeds are made of noisy positions, several m/s
+///   while parked.)
 /// - **Stationary → moving** at the ``Configuration/resumeCount``th fix in a row (3) that lies clearly away
 ///   from where it stopped (`distance − accuracy > 2 × radius`), or reports a speed above
 ///   ``Configuration/resumeSpeed`` (0.9 m/s) and lies outside the stop (`distance − accuracy > radius`). The
@@ -79,7 +81,7 @@ public struct MotionDetector: Sendable {
     ///   - sparse: The fixes are checks far apart (a paused receiver): one fix that has clearly moved ends
     ///     the stop, rather than ``Configuration/resumeCount`` in a row.
     public mutating func evaluate(_ fix: Location, sparse: Bool = false) -> MotionState? {
-        let accuracy = fix.horizontalAccuracy ?? fix.hdop.map { $0 * Self.metresPerHDOP } ?? Self.unknownAccuracy
+        let accuracy = Self.accuracy(of: fix)
         guard fix.hasValidCoordinate, accuracy.isFinite, accuracy <= configuration.accuracyLimit else { return nil }
         if let last = recent.last, fix.timestamp <= last.timestamp { return nil }
         switch state {
@@ -140,7 +142,17 @@ public struct MotionDetector: Sendable {
         let drift = Location.distance(
             fromLatitude: older.latitude, longitude: older.longitude, toLatitude: newer.latitude, longitude: newer.longitude)
         let apart = Self.meanTime(recent[half...]) - Self.meanTime(recent[..<half])
-        return drift <= configuration.radius && drift < configuration.pauseSpeed * max(apart, 1)
+        guard drift <= configuration.radius, drift < configuration.pauseSpeed * max(apart, 1) else { return false }
+        // Out and back (a U-turn) has halves with the same mean: the fixes must also stay close to it, within
+        // the radius and what their accuracy explains (the RMS distance of noise of σ is σ√2).
+        let centre = Self.mean(recent[...])
+        let squares = recent.reduce(0.0) { sum, fix in
+            let distance = Location.distance(fromLatitude: centre.latitude, longitude: centre.longitude, toLatitude: fix.latitude, longitude: fix.longitude)
+            return sum + distance * distance
+        }
+        let accuracies = recent.map { Self.accuracy(of: $0) }.sorted()
+        let spread = (squares / Double(recent.count)).squareRoot()
+        return spread <= configuration.radius + 1.5 * accuracies[accuracies.count / 2]
     }
 
     /// The mean position of `fixes`, across the antimeridian too.
@@ -157,6 +169,10 @@ public struct MotionDetector: Sendable {
         if meanLongitude > 180 { meanLongitude -= 360 }
         if meanLongitude < -180 { meanLongitude += 360 }
         return (latitude / count, meanLongitude)
+    }
+
+    private static func accuracy(of fix: Location) -> Double {
+        fix.horizontalAccuracy ?? fix.hdop.map { $0 * metresPerHDOP } ?? unknownAccuracy
     }
 
     private static func meanTime(_ fixes: ArraySlice<Location>) -> Double {

@@ -76,9 +76,11 @@ public struct RegionMonitor: Sendable {
     private var unswept: Set<Int> = []
     /// The fix time of the last fix evaluated.
     private var lastFixTime: Date?
+    /// The fix time of the last fix evaluated: fixes up to a day older change nothing.
+    package var lastEvaluatedFixTime: Date? { lastFixTime }
 
     /// How much older than the last fix evaluated a fix may be and still be taken as late (and skipped).
-    static let lateFixWindow: TimeInterval = 86_400
+    package static let lateFixWindow: TimeInterval = 86_400
 
     /// The most cells a region may take in the index; a larger one is looked at on every fix.
     static let maximumCells = 4096

@@ -166,12 +166,13 @@ package struct ValueRange: Sendable, Hashable, CustomStringConvertible {
         return String(String(value).split(separator: "+", omittingEmptySubsequences: false).joined())
     }
 
-    /// `text` with control characters escaped and cut to `limit` characters, so that a message quoting what
-    /// a person wrote stays one readable line.
+    /// `text` with control characters and the invisible ones that reorder or break a line (U+202E, U+2028)
+    /// escaped, and cut to `limit` characters, so that a message quoting what a person wrote stays one
+    /// readable line.
     package static func printable(_ text: some StringProtocol, limit: Int = 80) -> String {
         var result = ""
         for scalar in text.unicodeScalars.prefix(limit) {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
+            if CircularRegion.isHidden(scalar) {
                 result += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 result.unicodeScalars.append(scalar)

@@ -84,6 +84,7 @@ package enum ConfigurationFileCheck {
         case .text: expected = "text"
         case .number(let range), .integer(let range): expected = "a number in \(range)"
         case .onOff: expected = "on or off"
+        case .choice(let words): expected = words.joined(separator: " or ")
         }
         throw LocationError(.invalidConfiguration, "\(path): \(key.name) expects \(expected), got \(shape(of: value))")
     }

@@ -16,6 +16,8 @@ package struct ConfigurationKey: Sendable {
         case integer(ValueRange)
         /// `on`/`off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
         case onOff
+        /// One of these words.
+        case choice([String])
     }
 
     /// The dotted YAML name, such as `reduced.interval`.
@@ -81,6 +83,13 @@ package struct ConfigurationKey: Sendable {
             default:
                 throw LocationError(.invalidConfiguration, "\(place): '\(ValueRange.printable(raw))' is not on or off")
             }
+        case .choice(let words):
+            guard words.contains(raw) else {
+                throw LocationError(
+                    .invalidConfiguration,
+                    "\(place): '\(ValueRange.printable(raw))' is not \(words.dropLast().joined(separator: ", ")) or \(words.last ?? "")")
+            }
+            store(&configuration, .text(raw))
         }
     }
 }
@@ -105,7 +114,7 @@ extension ServiceConfiguration {
         ConfigurationKey("maxSpeed", .number(.speed)) { if case .number(let v) = $1 { $0.maxSpeed = v } },
         ConfigurationKey("motion", .onOff) { if case .flag(let v) = $1 { $0.motion = v } },
         ConfigurationKey("pausesWhenStationary", .onOff) { if case .flag(let v) = $1 { $0.pausesWhenStationary = v } },
-        ConfigurationKey("whileStationary", .text) { if case .text(let v) = $1 { $0.whileStationary = v } },
+        ConfigurationKey("whileStationary", .choice(StationaryDelivery.allCases.map(\.rawValue))) { if case .text(let v) = $1 { $0.whileStationary = v } },
         ConfigurationKey("maxUpdateDelay", .number(.backgroundInterval)) { if case .number(let v) = $1 { $0.maxUpdateDelay = v } },
         ConfigurationKey("reduced.interval", .number(.backgroundInterval)) {
             if case .number(let v) = $1 { $0.reducedInterval = v }

@@ -28,6 +28,7 @@ package enum TextEventFormatter {
             return locations.first.map { line($0) } ?? ""
         case .locations(let locations, .held(let reason)):
             let count = locations.count
+            if reason == .deferred { return "── batch: \(count) deferred \(count == 1 ? "fix" : "fixes") delivered" }
             return "── batch: \(count) held \(count == 1 ? "fix" : "fixes") delivered (\(reason.rawValue))"
         case .lifecycle(let message):
             let state = message.resultingState

@@ -36,28 +36,45 @@ final class EventOutbox: Sendable {
     static let fileLimit = 16 << 20
 
     /// Opens the outbox at `path` (or in memory), loading what a previous run left unacknowledged.
-    init(path: String?, capacity: Int = 1000) {
+    ///
+    /// - Throws: ``LocationError/Code/journalIO`` when the file is there and this user may not read it (it
+    ///   may hold transitions that were never sent: it is not set aside).
+    init(path: String?, capacity: Int = 1000) throws(LocationError) {
         self.path = path
         self.capacity = max(1, capacity)
         guard let path else {
             problem = nil
             return
         }
-        let (events, problem) = Self.load(path)
+        let (events, problem, rewrite) = try Self.load(path)
         self.problem = problem
-        state.withLock { state in
+        let failure = state.withLock { state -> String? in
             for event in events.suffix(self.capacity) {
                 state.entries.append(Entry(sequence: state.next, event: event))
                 state.next += 1
             }
             state.dropped = max(0, events.count - self.capacity)
+            // What was damaged is kept aside; the file itself holds the good events from now on.
+            guard rewrite || state.dropped > 0 else { return nil }
+            save(&state)
+            return state.writeProblem
         }
+        if let failure { throw LocationError(.journalIO, failure) }
+    }
+
+    /// What a change of the file means for the log: a write that failed (the first of a run of them), or
+    /// the first that worked again.
+    enum WriteNote: Sendable, Equatable {
+        case failed(String)
+        case recovered
     }
 
     /// Adds `event` behind what waits, on disk before it returns (a write that fails keeps it in memory, and
-    /// says so in ``writeProblem``).
-    func add(_ event: LocationEvent) {
+    /// says so in ``writeProblem``); what to log, when the file's state changed.
+    @discardableResult
+    func add(_ event: LocationEvent) -> WriteNote? {
         state.withLock { state in
+            let before = state.writeProblem
             state.entries.append(Entry(sequence: state.next, event: event))
             state.next += 1
             if state.entries.count > capacity {
@@ -67,6 +84,11 @@ final class EventOutbox: Sendable {
                 state.dropped += extra
             }
             save(&state)
+            switch (before, state.writeProblem) {
+            case (nil, let problem?): return .failed(problem)
+            case (_?, nil): return .recovered
+            default: return nil
+            }
         }
     }
 
@@ -135,26 +157,33 @@ final class EventOutbox: Sendable {
         return failure
     }
 
-    /// The events in the file at `path`, and what was wrong with it; a file that cannot be read at all is
-    /// renamed `.damaged` (kept for a person), as is one with lines that are not events.
-    private static func load(_ path: String) -> ([LocationEvent], String?) {
+    /// The events in the file at `path`, what was wrong with it, and whether the file must be written again
+    /// with only the good events; a file that cannot be read at all is renamed `.damaged` (kept for a
+    /// person), and one with lines that are not events is copied there.
+    private static func load(_ path: String) throws(LocationError) -> ([LocationEvent], String?, Bool) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
-            if errno == ENOENT { return ([], nil) }
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            if code == ENOENT { return ([], nil, false) }
+            let reason = String(cString: strerror(code))
+            if code == EACCES || code == EPERM {
+                throw LocationError(
+                    .journalIO,
+                    "cannot open \(path) (\(reason)): it may hold transitions not yet sent; give it to this user (chown) or remove it")
+            }
             rename(path, path + ".damaged")
-            return ([], "cannot open \(path) (\(reason); a link is not followed): kept as \(path).damaged")
+            return ([], "cannot open \(path) (\(reason); a link is not followed): kept as \(path).damaged", false)
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= fileLimit else {
             rename(path, path + ".damaged")
-            return ([], "\(path) is not a regular file of at most \(fileLimit) bytes: kept as \(path).damaged")
+            return ([], "\(path) is not a regular file of at most \(fileLimit) bytes: kept as \(path).damaged", false)
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         guard case .success(let count) = SystemIO.read(fd, into: &bytes, upTo: bytes.count), count == bytes.count else {
             rename(path, path + ".damaged")
-            return ([], "cannot read \(path): kept as \(path).damaged")
+            return ([], "cannot read \(path): kept as \(path).damaged", false)
         }
         var events: [LocationEvent] = []
         var bad = 0
@@ -165,9 +194,9 @@ final class EventOutbox: Sendable {
                 bad += 1
             }
         }
-        guard bad > 0 else { return (events, nil) }
-        // Kept for a person; the good events are written back at the next change.
+        guard bad > 0 else { return (events, nil, false) }
+        // Kept for a person; the file is written again with the good events.
         _ = replace(path + ".damaged", with: bytes)
-        return (events, "\(bad) \(bad == 1 ? "line" : "lines") of \(path) are not events and are left out (the file is kept as \(path).damaged)")
+        return (events, "\(bad) \(bad == 1 ? "line" : "lines") of \(path) are not events and are left out (the file as it was is kept as \(path).damaged)", true)
     }
 }

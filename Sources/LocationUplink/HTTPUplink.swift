@@ -71,7 +71,7 @@ package final class HTTPUplink: Uplink {
                 url: endpoint.requestURL, headers: headers, username: endpoint.username, password: password,
                 caFile: endpoint.caFile, requestTimeout: ValueRange.duration(clampingSeconds: endpoint.timeout)))
         outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "server", logger: logger)
-        events = EventOutbox(path: outboxPath.map { $0 + ".events" })
+        events = try EventOutbox(path: outboxPath.map { $0 + ".events" })
         if let problem = events.problem { logger.warning("uplink \(endpoint.name): \(problem)") }
     }
 
@@ -100,7 +100,12 @@ package final class HTTPUplink: Uplink {
     /// then posted before the fixes waiting.
     package func take(_ event: RegionEvent) {
         guard endpoint.format == .owntracks, event.kind != .dwell else { return }
-        events.add(.region(event))
+        switch events.add(.region(event)) {
+        case .failed(let problem)?:
+            logger.error("uplink \(endpoint.name): \(problem); transitions are kept in memory and written once the file can be")
+        case .recovered?: logger.notice("uplink \(endpoint.name): its transitions are written again")
+        case nil: break
+        }
         signal()
     }
 

@@ -57,7 +57,7 @@ package final class HomeAssistantUplink: Uplink {
     var stateTopic: String { "locationd/\(endpoint.device)/state" }
     /// What the state topic says when the tracker is in no region of ours (Home Assistant's default
     /// `payload_reset`).
-    static let noZone = "None"
+    package static let noZone = "None"
 
     package init(endpoint: UplinkEndpoint, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws(LocationError) {
         self.endpoint = endpoint

@@ -59,7 +59,7 @@ package final class MQTTUplink: Uplink {
         self.now = now
         let password = try endpoint.checkFiles()
         outbox = try UplinkOutbox.open(for: endpoint, path: outboxPath, receiver: "broker", logger: logger)
-        events = EventOutbox(path: outboxPath.map { $0 + ".events" })
+        events = try EventOutbox(path: outboxPath.map { $0 + ".events" })
         if let problem = events.problem { logger.warning("uplink \(endpoint.name): \(problem)") }
         let link = self.link
         let uplink = self.reference
@@ -122,7 +122,12 @@ package final class MQTTUplink: Uplink {
     /// an OwnTracks message).
     package func take(_ event: RegionEvent) {
         guard endpoint.format == .owntracks, event.kind != .dwell else { return }
-        events.add(.region(event))
+        switch events.add(.region(event)) {
+        case .failed(let problem)?:
+            logger.error("uplink \(endpoint.name): \(problem); transitions are kept in memory and written once the file can be")
+        case .recovered?: logger.notice("uplink \(endpoint.name): its transitions are written again")
+        case nil: break
+        }
         pump()
     }
 

@@ -71,7 +71,7 @@ package struct DaemonOptions: ParsableArguments {
     package var config: String? { connection.config }
 
     @Option(help: ArgumentHelp(
-        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when the state command first sets a state or policy for it, and then yours alone. Without it: the app every client shares, named default.",
+        "The app to act on: its own lifecycle state, policy, held fixes and events in locationd, created when the state command first sets a state or policy for it (or region add a region), and then yours alone. Without it: the app every client shares, named default.",
         valueName: "NAME"))
     /// `--app`: the app the requests act on; `nil` is `default`.
     package var app: String?

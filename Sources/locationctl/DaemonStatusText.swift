@@ -90,7 +90,8 @@ extension DaemonStatus {
             ("held", "\(held) \(held == 1 ? "fix" : "fixes")" + (holdLimit.map { " of at most \($0)" } ?? "")
                 + (unjournaled > 0 ? " (\(unjournaled) not in the journal yet)" : "")
                 + ((unacknowledged ?? 0) > 0 ? "; \(unacknowledged ?? 0) flushed, waiting for a consumer to acknowledge them" : "")),
-            ("dropped", "\(dropped)"),
+            ("dropped", "\(dropped)" + (outliersRejected.map { "; \($0) rejected as outliers" } ?? "")),
+        ] + (motion.map { [("motion", $0.rawValue)] } ?? []) + [
             ("journal", (journal ?? "none (held fixes are kept in memory only)") + (journalProblem.map { " (problem: \($0))" } ?? "")),
             ("watchers", "\(watchers)"),
             ("uptime", String(format: "%.0f s", uptime)),

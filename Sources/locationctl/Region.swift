@@ -76,9 +76,24 @@ struct Region: AsyncParsableCommand {
                     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                     print(String(decoding: try encoder.encode(list), as: UTF8.self))
                 case .text:
-                    for entry in list {
-                        let dwell = entry.loiteringDelay.map { "  dwell \(ValueRange.text($0)) s" } ?? ""
-                        print("\(TerminalText.escaped(entry.identifier))  \(entry.latitude),\(entry.longitude)  \(ValueRange.text(entry.radius)) m\(dwell)  \(entry.state.rawValue)")
+                    guard !list.isEmpty else {
+                        // Said on standard error: standard output stays a list (empty) for scripts.
+                        EventWriter.writeToStandardError("locationctl: the app \(TerminalText.escaped(daemon.app ?? ControlRequest.defaultApp)) monitors no region; add one with locationctl region add NAME=LAT,LON,RADIUS\n")
+                        return
+                    }
+                    // Columns aligned on the widest name and centre.
+                    let names = list.map { TerminalText.escaped($0.identifier) }
+                    let centres = list.map { "\($0.latitude),\($0.longitude)" }
+                    let nameWidth = names.map(\.count).max() ?? 0, centreWidth = centres.map(\.count).max() ?? 0
+                    for (index, entry) in list.enumerated() {
+                        let dwell = entry.loiteringDelay.map { "dwell \(ValueRange.text($0)) s" } ?? ""
+                        let radius = "\(ValueRange.text(entry.radius)) m"
+                        let line = [
+                            names[index].padding(toLength: nameWidth, withPad: " ", startingAt: 0),
+                            centres[index].padding(toLength: centreWidth, withPad: " ", startingAt: 0),
+                            radius, entry.state.rawValue, dwell,
+                        ].joined(separator: "  ")
+                        print(line.trimmingCharacters(in: .whitespaces))
                     }
                 }
             }

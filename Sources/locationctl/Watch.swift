@@ -62,6 +62,9 @@ struct Watch: AsyncParsableCommand {
         if !regionOptions.regions.isEmpty, socket != nil || app != nil {
             throw ValidationError("--region is evaluated by the manager that reads gpsd here; it cannot be combined with --socket or --app (for an app in locationd: locationctl region add)")
         }
+        if let flag = localManagerFlag, socket != nil || app != nil {
+            throw ValidationError("\(flag) applies to the manager that reads gpsd here; it cannot be combined with --socket or --app (locationd takes it from its own flags or configuration)")
+        }
         if let app {
             if gpsdOptions.isSet { throw ValidationError("--app watches an app in locationd; it cannot be combined with gpsd options") }
             do throws(ControlError) { try ControlRequest.checkApp(app) } catch {
@@ -144,8 +147,18 @@ struct Watch: AsyncParsableCommand {
         return policy
     }
 
+    /// The first flag given that only a manager of this process applies (motion, outliers, deferral).
+    private var localManagerFlag: String? {
+        if policyOptions.motion != nil { return "--motion" }
+        if policyOptions.pausesWhenStationary != nil { return "--pauses-when-stationary" }
+        if policyOptions.whileStationary != nil { return "--while-stationary" }
+        if policyOptions.maxSpeed != nil { return "--max-speed" }
+        if policyOptions.maxUpdateDelay != nil { return "--max-update-delay" }
+        return nil
+    }
+
     private func listeningDaemon() async throws -> String? {
-        guard !gpsdOptions.isSet, policy == .high, regionOptions.regions.isEmpty else { return nil }
+        guard !gpsdOptions.isSet, policy == .high, regionOptions.regions.isEmpty, localManagerFlag == nil else { return nil }
         let settings = try await policyOptions.resolve()
         for candidate in ControlSocketChoice.resolve(flag: nil, settings: settings).candidates {
             if (try? ControlClient(path: candidate)) != nil { return candidate }

@@ -100,6 +100,9 @@ final class LocationDaemon: Service, Sendable {
             guard receivers.insert(endpoint.sameReceiverKey).inserted, names.insert(endpoint.name).inserted else {
                 throw .usage("uplink \(index + 1): \(endpoint.name) is given twice; one uplink per receiver, user and device")
             }
+            if endpoint.format == .homeassistant, settings.regions.contains(where: { $0.identifier == HomeAssistantUplink.noZone }) {
+                throw .usage("uplink \(index + 1): a region named \(HomeAssistantUplink.noZone) cannot be told from no zone on Home Assistant's state topic; rename it")
+            }
             var outbox: String?
             var regions: String?
             if let journal = settings.journalPath, endpoint.format != .homeassistant || !settings.regions.isEmpty {
@@ -743,6 +746,8 @@ final class LocationDaemon: Service, Sendable {
         }
         status.holdLimit = manager.configuration.batchCapacity
         status.unacknowledged = app.outbox.count
+        status.motion = manager.motionState
+        if manager.configuration.outlierGate != nil { status.outliersRejected = manager.rejectedOutlierCount }
         let reduced = manager.reducedPolicy
         status.reducedInterval = reduced.interval.seconds
         status.reducedAccuracy = reduced.desiredAccuracy

@@ -185,4 +185,43 @@ struct MotionAndDeferralTests {
             #expect(tail.count >= 1140 - resumed - 5, "\(tail.count) fixes after resuming at \(resumed)")
         }
     }
+
+    @Test("out and back at 4 m/s, three times: the halves of a window around a U-turn have the same mean, and it is never a stop")
+    func uTurnsAreNotStops() {
+        var detector = MotionDetector()
+        var changes: [MotionState] = []
+        var fix = LocationFixtures.walk(0)
+        var north = 0.0, heading = 4.0
+        for second in 0..<600 {
+            north += heading
+            if second % 100 == 99 { heading = -heading }
+            fix.latitude = LocationFixtures.walk(0).latitude + north / 111_195
+            fix.timestamp = LocationFixtures.epoch.addingTimeInterval(Double(second))
+            fix.speed = 4
+            if let change = detector.evaluate(fix) { changes.append(change) }
+        }
+        #expect(changes.isEmpty, "\(changes)")
+    }
+
+    @Test("pausesWhenStationary with a deferral: each check is delivered at once, the first that has moved resumes, and no fix of the walk on is lost", .timeLimit(.minutes(1)))
+    func pausesWithADeferral() async throws {
+        try await serially {
+            let h = try Harness(configuration: .init(motion: .init(), pausesWhenStationary: true, maximumUpdateDelay: .seconds(45)))
+            await h.start()
+            let track = Self.walkStopWalk(walk: 120, stop: 300, noise: 4)
+            for fix in track {
+                h.source.emit(fix)
+                await Task.megaYield()
+                await h.clock.advance(by: .seconds(1))
+            }
+            h.manager.flush()
+            await h.manager.waitForPendingDeliveries()
+            let motions = Self.motions(h.delegate.events)
+            #expect(motions.map(\.state) == [.stationary, .moving])
+            let resumed = motions.last.map { Int($0.location.timestamp.timeIntervalSince(LocationFixtures.epoch)) } ?? 0
+            #expect((420...455).contains(resumed), "resumed at \(resumed) s")
+            let after = h.delegate.locations.filter { $0.timestamp > (motions.last?.location.timestamp ?? .distantFuture) }
+            #expect(after.count >= 540 - resumed - 3, "\(after.count) fixes after resuming at \(resumed)")
+        }
+    }
 }

@@ -142,7 +142,7 @@ struct BoundarySweepTests {
             let isNumber: Bool
             switch key.kind {
             case .number, .integer: isNumber = true
-            case .text, .onOff: isNumber = false
+            case .text, .onOff, .choice: isNumber = false
             }
             for value in Self.values(forNumber: isNumber) {
                 let refused = isNumber && Self.neverANumber.contains(value)

@@ -38,6 +38,7 @@ struct DaemonRegionTests {
         // Nothing for the shared app: regions are each app's own.
         let shared = try Tool.run("locationctl", ["region", "list", "--socket", daemon.socket], in: directory)
         #expect(shared.status == 0 && shared.stdout.isEmpty, "\(shared.stdout)")
+        #expect(shared.stderr.contains("the app default monitors no region"), "\(shared.stderr)")
 
         // Saved within half a second of the exit (saves are coalesced): the kill comes after it is on disk.
         let saved = directory.file("apps/\(getuid())/tracker.journal.regions")

@@ -107,4 +107,21 @@ struct MotionCommandTests {
             return seen == ["stationary", "moving"]
         }, "\(changes)")
     }
+
+    @Test("a region named None with a Home Assistant uplink is exit 64 (None is its no-zone); a name with U+202E or U+2028 is quoted escaped, never raw")
+    func regionNamesThatCannotBeShown() throws {
+        let directory = TemporaryDirectory()
+        let track = try Self.gpx(LocationFixtures.walk(count: 5), directory)
+        let none = try Tool.run(
+            "locationd",
+            ["--replay", track, "--socket", directory.file("run/control.sock"), "--region", "None=52.52,13.405,100", "--uplink", "mqtt://127.0.0.1:9/pi?format=homeassistant"],
+            timeout: 30, in: directory)
+        #expect(none.status == 64 && none.stderr.contains("region named None"), "\(none.status): \(none.stderr)")
+        for hidden in ["\u{202E}", "\u{2028}"] {
+            let result = try Tool.run("locationctl", ["replay", track, "--fast", "--region", "h\(hidden)x=0,0,10"], in: directory)
+            #expect(result.status == 64, "\(result.stderr)")
+            #expect(!result.stderr.unicodeScalars.contains { $0 == hidden.unicodeScalars.first! }, "raw in: \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1)
+        }
+    }
 }

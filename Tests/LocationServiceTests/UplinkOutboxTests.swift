@@ -558,7 +558,7 @@ struct EventOutboxTests {
     func reopenKeepsTheUnacknowledged() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("events")
-        let outbox = EventOutbox(path: path)
+        let outbox = try EventOutbox(path: path)
         for index in 0..<4 { outbox.add(Self.event(index, index % 2 == 0 ? .enter : .exit)) }
         let first = try #require(outbox.takeUnsent())
         let second = try #require(outbox.takeUnsent())
@@ -569,7 +569,7 @@ struct EventOutboxTests {
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
 
-        let reopened = EventOutbox(path: path)
+        let reopened = try EventOutbox(path: path)
         #expect(reopened.problem == nil)
         var events: [LocationEvent] = []
         while let entry = reopened.takeUnsent(), events.count < 10 { events.append(entry.event) }
@@ -577,30 +577,32 @@ struct EventOutboxTests {
     }
 
     @Test("a full outbox drops its oldest and counts them")
-    func boundedByCapacity() {
-        let outbox = EventOutbox(path: nil, capacity: 3)
+    func boundedByCapacity() throws {
+        let outbox = try EventOutbox(path: nil, capacity: 3)
         for index in 0..<5 { outbox.add(Self.event(index, .enter)) }
         #expect(outbox.counts.queued == 3 && outbox.counts.dropped == 2)
         #expect(outbox.takeUnsent()?.event == Self.event(2, .enter))
     }
 
-    @Test("a line of junk is left out and the file kept as .damaged; a link is not followed")
+    @Test("a line of junk is left out, the file as it was kept as .damaged and written again without it; a link is not followed")
     func damageIsKeptAside() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("events")
-        let outbox = EventOutbox(path: path)
+        let outbox = try EventOutbox(path: path)
         outbox.add(Self.event(0, .enter))
         var bytes = try #require(FileManager.default.contents(atPath: path))
         bytes += Data("\u{1}\u{2}junk\n".utf8)
         try bytes.write(to: URL(fileURLWithPath: path))
-        let reopened = EventOutbox(path: path)
+        let reopened = try EventOutbox(path: path)
         #expect(reopened.problem?.contains("1 line") == true)
         #expect(reopened.counts.queued == 1)
         #expect(FileManager.default.fileExists(atPath: path + ".damaged"))
+        // The file itself holds only the good event now: the next start says nothing.
+        #expect(try EventOutbox(path: path).problem == nil)
 
         let link = directory.file("linked")
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
-        let linked = EventOutbox(path: link)
+        let linked = try EventOutbox(path: link)
         #expect(linked.problem?.contains("link") == true)
         #expect(linked.counts.queued == 0)
     }
