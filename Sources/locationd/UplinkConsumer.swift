@@ -44,7 +44,7 @@ final class UplinkConsumer: LocationManagerDelegate {
         if let tracker = uplink as? MQTTUplink {
             tracker.answerReportsWith { [manager] in manager.location }
         }
-        if let regionsPath { Self.restoreRegions(of: manager, from: regionsPath, uplink: endpoint.name, logger: logger) }
+        if let regionsPath { try Self.restoreRegions(of: manager, from: regionsPath, uplink: endpoint.name, logger: logger) }
         // Configured regions: new or changed ones are added; one monitored as configured keeps its state.
         let existing = Dictionary(manager.regionSnapshot.records.map { ($0.region.identifier, $0.region) }, uniquingKeysWith: { a, _ in a })
         for region in settings.regions where existing[region.identifier] != region { manager.startMonitoring(region) }
@@ -104,9 +104,17 @@ final class UplinkConsumer: LocationManagerDelegate {
 
     /// Restores the states a previous run saved; a file that cannot be read is logged and kept aside
     /// (`.damaged`), and the regions start unknown.
-    private static func restoreRegions(of manager: LocationManager, from path: String, uplink name: String, logger: Logger) {
+    private static func restoreRegions(
+        of manager: LocationManager, from path: String, uplink name: String, logger: Logger
+    ) throws(LocationError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
+            if errno == EACCES || errno == EPERM {
+                // Another user's (a run as root before): set aside, its states would be lost for good.
+                throw LocationError(
+                    .journalIO,
+                    "uplink \(name): cannot open its regions file \(path) (\(String(cString: strerror(errno)))); give it to this user (chown) or remove it")
+            }
             if errno != ENOENT {
                 logger.error("uplink \(name): its regions file \(path) cannot be opened (\(String(cString: strerror(errno))); a link is not followed); it is kept as \(path).damaged and the regions start unknown")
                 rename(path, path + ".damaged")
