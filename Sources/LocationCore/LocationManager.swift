@@ -695,12 +695,13 @@ public final class LocationManager: Sendable {
             journal(processed, &state)
             return
         }
-        // Held fixes (restored from a journal while the app was already in the foreground, or held before
-        // the background location mode was turned on) are older than any live fix: they go first.
+        // Deferred: kept with whatever the batch holds, and delivered with it.
         if let delay = state.configuration.maximumUpdateDelay {
             deferDelivery(processed, delay: delay, &state)
             return
         }
+        // Held fixes (restored from a journal while the app was already in the foreground, or held before
+        // the background location mode was turned on) are older than any live fix: they go first.
         if !state.batch.isEmpty { flush(&state, reason: state.batchIsRestored ? .restored : .foreground) }
         deliver([processed], .live, &state)
     }
