@@ -197,9 +197,6 @@ final class AppSession: Sendable {
     /// Beside the journal while the app itself is connected.
     var attachedMarker: String? { files?.attached }
 
-    /// The most a regions file may hold: the daemon's 10,000 regions an app, with names of 256 bytes
-    /// escaped at worst, fit several times over.
-    static let regionsFileLimit = 64 << 20
     /// Saves one at a time, each from the snapshot taken under it: the last save is of the newest state;
     /// true once the session has stopped saving (a save scheduled before then does nothing: the app's files
     /// may be gone).
@@ -213,44 +210,22 @@ final class AppSession: Sendable {
         guard let path = files?.regions else { return }
         regionSaving.withLock { stopped in
             guard !stopped else { return }
-            let snapshot = manager.regionSnapshot
-            guard !snapshot.records.isEmpty else {
-                unlink(path)
-                return
-            }
-            guard let data = try? JSONEncoder().encode(snapshot) else { return }
-            Self.writeSmallFile(path, String(decoding: data, as: UTF8.self))
+            RegionStateFile.save(manager.regionSnapshot, to: path)
         }
     }
 
-    /// Restores the regions a previous run saved; a file that cannot be read is logged and left for a
-    /// person to look at (renamed `.damaged`), and the app starts with none.
+    /// Restores the regions a previous run saved; a file that cannot be read is logged (one that is not of
+    /// regions is left for a person to look at, renamed `.damaged`), and the app starts with none.
     func restoreRegions(logger: Logger) {
         guard let path = files?.regions else { return }
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else {
-            // Not there is the usual case; anything else (a link) is said, and kept aside.
-            if errno != ENOENT {
-                logger.error("the app \(id)'s regions file \(path) cannot be opened (\(String(cString: strerror(errno))); a link is not followed); it is kept as \(path).damaged and the app starts with no regions")
-                rename(path, path + ".damaged")
-            }
-            return
+        switch RegionStateFile.load(path) {
+        case .absent: break
+        case .snapshot(let snapshot): manager.restoreRegions(snapshot)
+        case .denied(let reason):
+            logger.error("the app \(id)'s regions file \(path) cannot be opened (\(reason)); the app starts with no regions until it is given to this user")
+        case .setAside(let reason):
+            logger.error("the app \(id)'s regions file \(path) \(reason); it is kept as \(path).damaged and the app starts with no regions")
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Self.regionsFileLimit else {
-            logger.error("the app \(id)'s regions file \(path) is not a regular file of at most \(Self.regionsFileLimit) bytes; it is kept as \(path).damaged and the app starts with no regions")
-            rename(path, path + ".damaged")
-            return
-        }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count == bytes.count, let snapshot = try? JSONDecoder().decode(RegionMonitor.Snapshot.self, from: Data(bytes)) else {
-            logger.error("the app \(id)'s regions file \(path) cannot be read; it is kept as \(path).damaged and the app starts with no regions")
-            rename(path, path + ".damaged")
-            return
-        }
-        manager.restoreRegions(snapshot)
     }
 
     /// The session's files beside its journal, when it journals.

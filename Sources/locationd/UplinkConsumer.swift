@@ -93,46 +93,23 @@ final class UplinkConsumer: LocationManagerDelegate {
     /// Writes the regions' states beside the outbox (atomically); removes the file when there are none.
     private func saveRegions() {
         guard let regionsPath else { return }
-        let snapshot = manager.regionSnapshot
-        guard !snapshot.records.isEmpty else {
-            unlink(regionsPath)
-            return
-        }
-        guard let data = try? JSONEncoder().encode(snapshot) else { return }
-        AppSession.writeSmallFile(regionsPath, String(decoding: data, as: UTF8.self))
+        RegionStateFile.save(manager.regionSnapshot, to: regionsPath)
     }
 
-    /// Restores the states a previous run saved; a file that cannot be read is logged and kept aside
-    /// (`.damaged`), and the regions start unknown.
+    /// Restores the states a previous run saved. A file this user may not read refuses the start (its states
+    /// would be lost for good); one that is not of regions is logged and kept aside (`.damaged`), and the
+    /// regions start unknown.
     private static func restoreRegions(
         of manager: LocationManager, from path: String, uplink name: String, logger: Logger
     ) throws(LocationError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else {
-            if errno == EACCES || errno == EPERM {
-                // Another user's (a run as root before): set aside, its states would be lost for good.
-                throw LocationError(
-                    .journalIO,
-                    "uplink \(name): cannot open its regions file \(path) (\(String(cString: strerror(errno)))); give it to this user (chown) or remove it")
-            }
-            if errno != ENOENT {
-                logger.error("uplink \(name): its regions file \(path) cannot be opened (\(String(cString: strerror(errno))); a link is not followed); it is kept as \(path).damaged and the regions start unknown")
-                rename(path, path + ".damaged")
-            }
-            return
+        switch RegionStateFile.load(path) {
+        case .absent: break
+        case .snapshot(let snapshot): manager.restoreRegions(snapshot)
+        case .denied(let reason):
+            throw LocationError(
+                .journalIO, "uplink \(name): cannot open its regions file \(path) (\(reason)); give it to this user (chown) or remove it")
+        case .setAside(let reason):
+            logger.error("uplink \(name): its regions file \(path) \(reason); it is kept as \(path).damaged and the regions start unknown")
         }
-        defer { close(fd) }
-        var info = stat()
-        var bytes: [UInt8] = []
-        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= AppSession.regionsFileLimit {
-            bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count == bytes.count, let snapshot = try? JSONDecoder().decode(RegionMonitor.Snapshot.self, from: Data(bytes)) {
-                manager.restoreRegions(snapshot)
-                return
-            }
-        }
-        logger.error("uplink \(name): its regions file \(path) cannot be read; it is kept as \(path).damaged and the regions start unknown")
-        rename(path, path + ".damaged")
     }
 }
