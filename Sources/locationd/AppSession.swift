@@ -214,15 +214,17 @@ final class AppSession: Sendable {
         }
     }
 
-    /// Restores the regions a previous run saved; a file that cannot be read is logged (one that is not of
-    /// regions is left for a person to look at, renamed `.damaged`), and the app starts with none.
+    /// Restores the regions a previous run saved; a file that cannot be read is logged and left for a
+    /// person to look at (renamed `.damaged`), and the app starts with none.
     func restoreRegions(logger: Logger) {
         guard let path = files?.regions else { return }
         switch RegionStateFile.load(path) {
         case .absent: break
         case .snapshot(let snapshot): manager.restoreRegions(snapshot)
         case .denied(let reason):
-            logger.error("the app \(id)'s regions file \(path) cannot be opened (\(reason)); the app starts with no regions until it is given to this user")
+            // Kept aside rather than in the way: the app's next save would replace it.
+            rename(path, path + ".damaged")
+            logger.error("the app \(id)'s regions file \(path) cannot be opened (\(reason)); it is kept as \(path).damaged and the app starts with no regions")
         case .setAside(let reason):
             logger.error("the app \(id)'s regions file \(path) \(reason); it is kept as \(path).damaged and the app starts with no regions")
         }
