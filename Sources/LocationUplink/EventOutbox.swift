@@ -1,6 +1,7 @@
 import Foundation
 import LocationControl
 import LocationCore
+import Logging
 
 /// The events an uplink sends besides fixes (region transitions), under the outbox rule: each is written
 /// to disk before it is sent and leaves only when the receiver acknowledged it.
@@ -89,6 +90,17 @@ final class EventOutbox: Sendable {
             case (_?, nil): return .recovered
             default: return nil
             }
+        }
+    }
+
+    /// Takes a transition an uplink's consumer delivered: journaled first, behind what waits. A write that
+    /// fails keeps it in memory; the first failure is logged, and so is the write that works again.
+    func take(_ event: RegionEvent, uplink name: String, logger: Logger) {
+        switch add(.region(event)) {
+        case .failed(let problem)?:
+            logger.error("uplink \(name): \(problem); transitions are kept in memory and written once the file can be")
+        case .recovered?: logger.notice("uplink \(name): its transitions are written again")
+        case nil: break
         }
     }
 

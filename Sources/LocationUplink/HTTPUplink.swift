@@ -100,12 +100,7 @@ package final class HTTPUplink: Uplink {
     /// then posted before the fixes waiting.
     package func take(_ event: RegionEvent) {
         guard endpoint.format == .owntracks, event.kind != .dwell else { return }
-        switch events.add(.region(event)) {
-        case .failed(let problem)?:
-            logger.error("uplink \(endpoint.name): \(problem); transitions are kept in memory and written once the file can be")
-        case .recovered?: logger.notice("uplink \(endpoint.name): its transitions are written again")
-        case nil: break
-        }
+        events.take(event, uplink: endpoint.name, logger: logger)
         signal()
     }
 
