@@ -11,7 +11,7 @@ import LocationCore
 /// | ``current(timeout:accuracy:maxAge:)`` | `{"command":"current","timeout":5,"accuracy":50,"maxAge":10}` (all optional; seconds, metres, seconds) |
 /// | ``state(set:)`` | `{"command":"state"}` to read, `{"command":"state","set":"background"}` to change |
 /// | ``status`` | `{"command":"status"}` |
-/// | ``watch`` | `{"command":"watch"}`; the connection then receives event lines |
+/// | ``watch(batches:)`` | `{"command":"watch"}`; the connection then receives event lines (`"batches":"records"`: held batches as journal records) |
 /// | ``open(app:attach:create:policy:owner:)`` | `{"command":"open","app":"tracker","attach":true,"reducedInterval":120}` (all but `app` optional) |
 /// | ``apps`` | `{"command":"apps"}` |
 /// | ``remove(app:owner:)`` | `{"command":"remove","app":"tracker"}` (`owner`, a uid, optional; for root) |
@@ -34,8 +34,9 @@ public enum ControlRequest: Sendable, Hashable {
     case state(set: String?)
     /// The daemon's status object.
     case status
-    /// Turns the connection into a watcher that receives the daemon's event lines.
-    case watch
+    /// Turns the connection into a watcher that receives the daemon's event lines, held batches in the
+    /// encoding `batches` names.
+    case watch(batches: HeldBatchEncoding)
     /// Names the app the connection's later requests act on, creating its session if it is new.
     ///
     /// With `attach` the connection is the app itself: when it closes without the app having stopped, the
@@ -65,6 +66,9 @@ public enum ControlRequest: Sendable, Hashable {
     case stopMonitoringRegion(String)
     /// The app's regions and their states.
     case regions
+
+    /// `watch` with held batches as JSON location objects, as every watcher reads them by default.
+    public static var watch: ControlRequest { .watch(batches: .locations) }
 
     /// The command names the protocol knows, in the order they are documented.
     public static let commands = ["current", "state", "status", "watch", "open", "apps", "remove", "ack", "sky", "region", "regions"]
@@ -168,7 +172,14 @@ public enum ControlRequest: Sendable, Hashable {
         case "status":
             self = .status
         case "watch":
-            self = .watch
+            guard let name = wire.batches else {
+                self = .watch
+                break
+            }
+            guard let encoding = HeldBatchEncoding(rawValue: name) else {
+                throw ControlError(.badRequest, "\"batches\" \(JSONText.string(ValueRange.printable(name))) is not an encoding; use locations or records")
+            }
+            self = .watch(batches: encoding)
         case "open":
             guard let app = wire.app else { throw ControlError(.badRequest, "\"open\" needs \"app\", the app's id") }
             try Self.checkApp(app)
@@ -262,7 +273,9 @@ public enum ControlRequest: Sendable, Hashable {
                 + (region.loiteringDelay.map { ",\"loiteringDelay\":\(JSONText.number($0.seconds))" } ?? "") + "}"
         case .stopMonitoringRegion(let identifier):
             text += ",\"remove\":\(JSONText.string(identifier))"
-        case .status, .watch, .apps, .regions:
+        case .watch(let encoding):
+            if encoding != .locations { text += ",\"batches\":\"\(encoding.rawValue)\"" }
+        case .status, .apps, .regions:
             break
         }
         text += "}\n"
@@ -272,7 +285,7 @@ public enum ControlRequest: Sendable, Hashable {
     /// The keys each command takes.
     private static let keys: [String: [String]] = [
         "current": ["command", "timeout", "accuracy", "maxAge"], "state": ["command", "set"],
-        "status": ["command"], "watch": ["command"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates", "owner"], "apps": ["command"],
+        "status": ["command"], "watch": ["command", "batches"], "open": ["command", "app", "attach", "create", "accuracy", "distanceFilter", "reducedInterval", "reducedAccuracy", "backgroundLocation", "updates", "owner"], "apps": ["command"],
         "remove": ["command", "app", "owner"],
         "ack": ["command", "batch"],
         "sky": ["command", "after"],
@@ -330,6 +343,7 @@ public enum ControlRequest: Sendable, Hashable {
         var maxAge: Double?
         var add: CircularRegion?
         var remove: String?
+        var batches: String?
     }
 
     /// Checks an `owner`: a user id, a whole number from 0 to 4294967294 (4294967295 is no user).

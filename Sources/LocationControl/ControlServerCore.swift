@@ -362,7 +362,7 @@ final class ControlServerCore: Sendable {
                 do {
                     let request = try ControlRequest(line: line)
                     reply = await handler(request, connection)
-                    watching = request == .watch && reply.isSuccess
+                    if case .watch = request { watching = reply.isSuccess }
                 } catch {
                     reply = .failure(error)
                 }

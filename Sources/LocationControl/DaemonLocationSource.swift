@@ -119,7 +119,13 @@ public final class DaemonLocationSource: LocationSource {
             // reply; the state request is not waited for, so nothing waits behind a batch that takes a while
             // to read.
             _ = try link.call(.open(app: app, attach: true, policy: opening), timeout: Self.openTimeout)
-            _ = try link.call(.watch, timeout: Self.openTimeout)
+            // Held batches as journal records, a fraction of the JSON to read; a daemon of an earlier version,
+            // which does not know the key, is watched as before.
+            do throws(ControlError) {
+                _ = try link.call(.watch(batches: .records), timeout: Self.openTimeout)
+            } catch where error.code == .badRequest {
+                _ = try link.call(.watch, timeout: Self.openTimeout)
+            }
             link.post(.state(set: Self.sessionState(for: startMode).rawValue))
         } catch {
             link.close()

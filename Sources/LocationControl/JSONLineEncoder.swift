@@ -8,7 +8,7 @@ import LocationCore
 /// - `{"type":"location", ...Location fields...}`: a live fix (`LocationDelivery.live`)
 /// - `{"type":"batch","count":N,"reason":"foreground","locations":[{...},...]}` (from locationd also
 ///   `"id":"…"` before `locations`, to acknowledge it): a held batch whole, its locations as objects without
-///   `type`
+///   `type`; for a watcher that asked for ``HeldBatchEncoding/records``, `"records":"…"` in their place
 /// - `{"type":"state","state":"background","executingInBackground":true,"policy":"reduced","event":"didEnterBackground"}`:
 ///   a lifecycle event and the state it leaves the app in
 /// - `{"type":"stopped","reason":"killed-while-suspended","message":"the app killed while suspended"}`, with
@@ -160,6 +160,31 @@ public enum JSONLineEncoder {
         return bytes
     }
 
+    /// A batch line whose fixes are journal records (``HeldBatchEncoding/records``), already encoded by
+    /// ``appendRecords(of:to:)``.
+    package static func batchLine(count: Int, reason: String, id: String?, records: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.count + 128)
+        appendBatchHeader(count: count, reason: reason, id: id, to: &bytes, records: true)
+        bytes.append(contentsOf: records)
+        bytes.append(contentsOf: "\"}\n".utf8)
+        return bytes
+    }
+
+    /// The locations as journal records in base64: the inside of a batch line's `records` string.
+    package static func appendRecords(of locations: [Location], to bytes: inout [UInt8]) {
+        var records: [UInt8] = []
+        records.reserveCapacity(locations.count * 96)
+        for location in locations { LocationJournal.encodeRecord(location, into: &records) }
+        Base64.append(records, to: &bytes)
+    }
+
+    /// Journal records (``LocationJournal``'s, already encoded) in base64: the inside of a batch line's
+    /// `records` string.
+    package static func appendRecords(_ records: [UInt8], to bytes: inout [UInt8]) {
+        Base64.append(records, to: &bytes)
+    }
+
     /// The locations as objects without `type`, joined by commas: the inside of a batch line's `locations`.
     public static func appendObjects(of locations: [Location], to bytes: inout [UInt8]) {
         for (index, location) in locations.enumerated() {
@@ -170,8 +195,8 @@ public enum JSONLineEncoder {
         }
     }
 
-    /// `{"type":"batch","count":N,"reason":R[,"id":I],"locations":[`
-    private static func appendBatchHeader(count: Int, reason: String, id: String?, to bytes: inout [UInt8]) {
+    /// `{"type":"batch","count":N,"reason":R[,"id":I],"locations":[`, or with `records` `…,"records":"`
+    private static func appendBatchHeader(count: Int, reason: String, id: String?, to bytes: inout [UInt8], records: Bool = false) {
         bytes.append(contentsOf: #"{"type":"batch","count":"#.utf8)
         bytes.append(contentsOf: String(count).utf8)
         bytes.append(contentsOf: #","reason":"#.utf8)
@@ -180,7 +205,7 @@ public enum JSONLineEncoder {
             bytes.append(contentsOf: #","id":"#.utf8)
             appendString(id, to: &bytes)
         }
-        bytes.append(contentsOf: #","locations":["#.utf8)
+        bytes.append(contentsOf: records ? #","records":""#.utf8 : #","locations":["#.utf8)
     }
 
     /// A location as a JSON object without the `type` key (as `locationctl current --format json` prints it).

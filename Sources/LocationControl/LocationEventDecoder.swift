@@ -24,6 +24,7 @@ public enum LocationEventDecoder {
 
     private struct BatchBody: Decodable {
         var locations: [Location]?
+        var records: String?
     }
 
     /// Decodes one line; throws `LocationError.Code.invalidData` quoting the line when it is not an event,
@@ -87,6 +88,17 @@ public enum LocationEventDecoder {
             let body: BatchBody
             do { body = try decoder.decode(BatchBody.self, from: data) } catch {
                 throw LocationError(.invalidData, "bad batch event: \(preview(line))")
+            }
+            if let records = body.records {
+                var text = records
+                let decoded = text.withUTF8 { LocationLineDecoder.records($0) }
+                guard body.locations == nil, let locations = decoded else {
+                    throw LocationError(.invalidData, "bad batch event: its records are not base64 of whole journal records: \(preview(line))")
+                }
+                guard locations.count == count else {
+                    throw LocationError(.invalidData, "bad batch event: count \(count) but \(locations.count) records: \(preview(line))")
+                }
+                return heldBatch(locations, reason: header.reason ?? "foreground", id: header.id)
             }
             guard let locations = body.locations else { return nil }
             guard locations.count == count else {

@@ -32,6 +32,28 @@ enum LocationLineDecoder {
         }
     }
 
+    /// The fixes of a batch's `records` (``HeldBatchEncoding/records``): base64 of whole journal records, each
+    /// with its checksum; `nil` when the text is not that, or any record is damaged (nothing is skipped on the
+    /// wire: the daemon sends the batch again).
+    static func records(_ text: UnsafeBufferPointer<UInt8>) -> [Location]? {
+        guard let data = Base64.decode(text) else { return nil }
+        return data.withUnsafeBufferPointer { bytes -> [Location]? in
+            var locations: [Location] = []
+            // A record is at least 36 bytes (length, mask, flags, three coordinates, checksum).
+            locations.reserveCapacity(bytes.count / 36)
+            var offset = 0
+            var sources = LocationJournal.SourceCache()
+            while offset < bytes.count {
+                guard case .success(let (location, next)) = LocationJournal.record(bytes, at: offset, sourceCache: &sources) else {
+                    return nil
+                }
+                locations.append(location)
+                offset = next
+            }
+            return locations
+        }
+    }
+
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index: Int
@@ -87,6 +109,12 @@ enum LocationLineDecoder {
             if literal(#","id":"#) {
                 guard let range = string(), let text = String(validating: bytes[range], as: UTF8.self) else { return nil }
                 id = text
+            }
+            if literal(#","records":"#) {
+                guard let range = string(), let locations = LocationLineDecoder.records(UnsafeBufferPointer(rebasing: bytes[range])),
+                    take(UInt8(ascii: "}")), index == bytes.count, locations.count == count
+                else { return nil }
+                return (locations, reason, id)
             }
             guard literal(#","locations":["#) else { return nil }
             var locations: [Location] = []

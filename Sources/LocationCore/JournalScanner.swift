@@ -48,11 +48,12 @@ struct JournalScanner: ~Copyable {
     ) throws(LocationError) -> Int {
         var offset = start
         var validEnd = start
+        var sources = LocationJournal.SourceCache()
         while offset < size {
             try ensure(offset)
             let relative = offset - windowStart
             let filled = UnsafeBufferPointer(rebasing: window[0..<windowCount])
-            switch LocationJournal.record(filled, at: relative) {
+            switch LocationJournal.record(filled, at: relative, sourceCache: &sources) {
             case .success(let (location, next)):
                 try record(location, UnsafeBufferPointer(rebasing: filled[relative..<next]))
                 offset = windowStart + next

@@ -45,7 +45,7 @@ public final class LocationManager: Sendable {
         /// Told once the delegate has the held fixes that came with them (``LocationSourceEvent/held(_:)``).
         var heldReceipts: [@Sendable () -> Void] = []
         /// The fix times of the held fixes last handed over, which a holder that had no word of them hands over again.
-        var lastHandedOver: Set<Date> = []
+        var lastHandedOver = SortedFixTimes()
         /// The fix times of held fixes restored from this app's journal and delivered in this run: a holder
         /// that handed them to a run that was killed before the delegate had them (so it had no word) hands
         /// them over again, and they are not delivered twice. At most one batch's worth is kept.
@@ -718,7 +718,7 @@ public final class LocationManager: Sendable {
             $0.hasValidCoordinate && !state.lastHandedOver.contains($0.timestamp)
                 && !state.deliveredFromJournal.contains($0.timestamp) && !held.contains($0.timestamp)
         }
-        state.lastHandedOver = Set(locations.map(\.timestamp))
+        state.lastHandedOver = SortedFixTimes(locations)
         // Delivered at once, nothing held here and no journal to keep them in: handed to the delegate as they
         // came, rather than encoded into the batch and decoded out of it again (a daemon's 100,000 fixes).
         if journal == nil, !isHolding(state), state.batch.isEmpty, fresh.count <= state.batch.capacity {

@@ -1,4 +1,5 @@
 import LocationCore
+import LocationControl
 
 /// The manager's held batch, as the benchmarks measure it: how many bytes a held fix costs.
 public struct HeldBatchProbe: Sendable {
@@ -34,4 +35,22 @@ public final class JournalProbe {
 
     /// Syncs and closes the file.
     public func close() { journal.close() }
+}
+
+/// A held batch on the control socket, as the benchmarks time it: its line in each encoding, and reading it
+/// back as a client does.
+public enum HeldBatchLineProbe {
+    /// The batch line of `locations` as JSON objects, or as journal records (`records`).
+    public static func line(_ locations: [Location], records: Bool) -> [UInt8] {
+        guard records else { return JSONLineEncoder.line(.locations(locations, .held(.foreground)), batchID: "bench.1") }
+        var encoded: [UInt8] = []
+        JSONLineEncoder.appendRecords(of: locations, to: &encoded)
+        return JSONLineEncoder.batchLine(count: locations.count, reason: "foreground", id: "bench.1", records: encoded)
+    }
+
+    /// How many fixes a client reads from the line (without its newline); 0 when it reads none.
+    public static func read(_ line: [UInt8]) -> Int {
+        guard case .locations(let locations, _)? = try? LocationEventDecoder.frameIfKnown(line)?.event else { return 0 }
+        return locations.count
+    }
 }

@@ -22,6 +22,8 @@ final class AppSession: Sendable {
 
     private struct Links {
         var watchers: Set<ControlConnection> = []
+        /// The watchers that take held batches as journal records (``HeldBatchEncoding/records``).
+        var recordWatchers: Set<ControlConnection> = []
         /// The connections that are the app itself (opened with `attach`); the app is gone once the last closes.
         var attached: Set<ControlConnection> = []
         /// Since when the app has been gone while its session holds its fixes.
@@ -88,7 +90,7 @@ final class AppSession: Sendable {
             }
             // A region's new state is saved as it changes, so that a restart neither repeats nor loses it.
             if case .region = event { regionEventHook.withLock { $0 }?() }
-            let watchers = links.withLock { $0.watchers }
+            let (watchers, recordWatchers) = links.withLock { ($0.watchers, $0.recordWatchers) }
             guard case .locations(let locations, .held(let reason)) = event else {
                 send(.event(event), watchers)
                 return
@@ -109,12 +111,17 @@ final class AppSession: Sendable {
                 guard let (pending, id) = outbox.pending() else { return }
                 (count, batchID) = (pending.count, id)
             }
-            // Encoded once for every watcher, and not at all without one (a later watcher gets it from the
-            // outbox).
-            guard !watchers.isEmpty, let batchID, let objects = outbox.encodedLocations(id: batchID) else { return }
-            let line = JSONLineEncoder.batchLine(count: count, reason: reason.rawValue, id: batchID, objects: objects)
+            // Encoded once in each encoding some watcher takes, and not at all without one (a later watcher
+            // gets it from the outbox).
+            guard !watchers.isEmpty, let batchID else { return }
+            let groups: [(HeldBatchEncoding, Set<ControlConnection>)] = [
+                (.locations, watchers.subtracting(recordWatchers)), (.records, watchers.intersection(recordWatchers)),
+            ]
+            for (encoding, group) in groups where !group.isEmpty {
+                guard let line = outbox.batchLine(id: batchID, count: count, reason: reason, encoding: encoding) else { return }
+                send(.batch(line: line, count: count), group)
+            }
             outbox.markSent()
-            send(.batch(line: line, count: count), watchers)
         }
         launched.withLock { $0 = session.application }
         regionEventHook.withLock { $0 = { [weak self] in self?.scheduleRegionSave() } }
@@ -166,16 +173,19 @@ final class AppSession: Sendable {
 
     /// The batch no consumer has acknowledged, as the line a new watcher gets first, with how many fixes it
     /// has; `nil` when nothing waits.
-    func pendingBatch() -> (line: [UInt8], count: Int)? {
-        guard let (locations, id) = outbox.pending(), let objects = outbox.encodedLocations(id: id) else { return nil }
-        let reason = outbox.reasonForNewWatcher()
-        return (JSONLineEncoder.batchLine(count: locations.count, reason: reason.rawValue, id: id, objects: objects), locations.count)
+    func pendingBatch(_ encoding: HeldBatchEncoding) -> (line: [UInt8], count: Int)? {
+        guard let (locations, id) = outbox.pending(),
+            let line = outbox.batchLine(id: id, count: locations.count, reason: outbox.reasonForNewWatcher(), encoding: encoding)
+        else { return nil }
+        return (line, locations.count)
     }
 
-
-    /// Adds a watcher.
-    func watch(from connection: ControlConnection) {
-        links.withLock { _ = $0.watchers.insert(connection) }
+    /// Adds a watcher, which takes held batches in `encoding`.
+    func watch(from connection: ControlConnection, batches encoding: HeldBatchEncoding) {
+        links.withLock { links in
+            links.watchers.insert(connection)
+            if encoding == .records { links.recordWatchers.insert(connection) } else { links.recordWatchers.remove(connection) }
+        }
     }
 
     /// Makes `connection` the app itself: the app is back.
@@ -325,6 +335,7 @@ final class AppSession: Sendable {
     func connectionClosed(_ connection: ControlConnection, at date: Date) -> Bool {
         links.withLock { links in
             links.watchers.remove(connection)
+            links.recordWatchers.remove(connection)
             guard links.attached.remove(connection) != nil, links.attached.isEmpty else { return false }
             links.abandonedSince = date
             links.abandonedAt = .now

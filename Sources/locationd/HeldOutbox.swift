@@ -25,6 +25,9 @@ final class HeldOutbox: Sendable {
         /// Why the waiting fixes were flushed, while no watcher has been sent them (a flush with nobody
         /// watching: an app that attached again, a return with no watcher); `nil` once one has.
         var unsentReason: HeldBatchReason?
+        /// `fixes` as journal records, as they were appended to the file, while that is all they are (reused
+        /// for watchers that take records); `nil` once fixes were dropped or acknowledged.
+        var records: [UInt8]? = []
     }
 
     private let state = Locked(State())
@@ -54,7 +57,10 @@ final class HeldOutbox: Sendable {
         journal = opened.journal
         problem = opened.contents.problem
         let kept = Array(opened.contents.locations.suffix(self.capacity))
-        state.withLock { $0.fixes = kept }
+        state.withLock { state in
+            state.fixes = kept
+            if !kept.isEmpty { state.records = nil }
+        }
     }
 
     /// How many fixes wait for an acknowledgement.
@@ -82,12 +88,19 @@ final class HeldOutbox: Sendable {
                 state.fixes.removeFirst(dropped)
                 state.removed += UInt64(dropped)
             }
+            // Encoded once, for the file and for the watchers that take records.
+            var encoded: [UInt8] = []
+            if dropped == 0, state.records != nil || journal != nil {
+                encoded.reserveCapacity(fresh.count * 96)
+                for location in fresh { LocationJournal.encodeRecord(location, into: &encoded) }
+            }
+            if dropped > 0 { state.records = nil } else { state.records?.append(contentsOf: encoded) }
             do throws(LocationError) {
                 if let journal {
                     if dropped > 0 || state.writeFailed {
                         try journal.replaceContents(with: state.fixes)
                     } else {
-                        try journal.append(contentsOf: fresh)
+                        try journal.append(records: encoded, count: fresh.count)
                     }
                     journal.sync()
                     state.writeFailed = false
@@ -104,6 +117,11 @@ final class HeldOutbox: Sendable {
     /// What waits, with its id; `nil` when nothing does.
     func pending() -> (locations: [Location], id: String)? {
         state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state)) }
+    }
+
+    /// What waits, with its id and, when the outbox has them, its journal records.
+    private func pendingWithRecords() -> (locations: [Location], id: String, records: [UInt8]?)? {
+        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state), state.records) }
     }
 
     /// Notes that the waiting fixes were sent to a watcher.
@@ -141,6 +159,7 @@ final class HeldOutbox: Sendable {
                 return .failure(error)
             }
             state.fixes = remaining
+            state.records = remaining.isEmpty ? [] : nil
             state.removed = end
             state.writeFailed = false
             state.issued = state.issued.filter { $0 > end }
@@ -149,21 +168,40 @@ final class HeldOutbox: Sendable {
         return try result.get()
     }
 
-    /// The location objects (joined by commas) of the outbox's batch `id`, encoded once per batch and shared by the flush's
-    /// broadcast and every later watcher; `nil` when the outbox has moved on from `id`.
-    func encodedLocations(id: String) -> [UInt8]? {
-        encodedPending.withLock { cached -> [UInt8]? in
-            if let cached, cached.id == id { return cached.objects }
-            guard let (locations, pendingID) = pending(), pendingID == id else { return nil }
-            var objects: [UInt8] = []
-            objects.reserveCapacity(locations.count * 300)
-            JSONLineEncoder.appendObjects(of: locations, to: &objects)
-            cached = (id, objects)
-            return objects
+    /// The batch line of the outbox's batch `id` in `encoding`; `nil` when the outbox has moved on from `id`.
+    /// Its fixes are encoded once per batch and encoding, and shared by the flush's broadcast and every later
+    /// watcher; the line around them (the reason differs) is made for each.
+    func batchLine(id: String, count: Int, reason: HeldBatchReason, encoding: HeldBatchEncoding) -> [UInt8]? {
+        guard let encoded = encodedFixes(id: id, encoding: encoding) else { return nil }
+        switch encoding {
+        case .locations: return JSONLineEncoder.batchLine(count: count, reason: reason.rawValue, id: id, objects: encoded)
+        case .records: return JSONLineEncoder.batchLine(count: count, reason: reason.rawValue, id: id, records: encoded)
         }
     }
 
-    private let encodedPending = Locked<(id: String, objects: [UInt8])?>(nil)
+    private func encodedFixes(id: String, encoding: HeldBatchEncoding) -> [UInt8]? {
+        encodedPending.withLock { cached -> [UInt8]? in
+            if cached?.id != id { cached = (id, [:]) }
+            if let encoded = cached?.fixes[encoding] { return encoded }
+            guard let (locations, pendingID, records) = pendingWithRecords(), pendingID == id else { return nil }
+            var encoded: [UInt8] = []
+            switch encoding {
+            case .locations:
+                encoded.reserveCapacity(locations.count * 300)
+                JSONLineEncoder.appendObjects(of: locations, to: &encoded)
+            case .records:
+                if let records {
+                    JSONLineEncoder.appendRecords(records, to: &encoded)
+                } else {
+                    JSONLineEncoder.appendRecords(of: locations, to: &encoded)
+                }
+            }
+            cached?.fixes[encoding] = encoded
+            return encoded
+        }
+    }
+
+    private let encodedPending = Locked<(id: String, fixes: [HeldBatchEncoding: [UInt8]])?>(nil)
 
     /// Syncs and closes the journal (at shutdown).
     func close() {

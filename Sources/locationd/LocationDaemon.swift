@@ -600,12 +600,12 @@ final class LocationDaemon: Service, Sendable {
             guard app.admits(connection.peerUID) else {
                 return .failure("not-owner", "the app \(app.id) belongs to \(Self.userName(app.owner))")
             }
-            if request == .watch {
+            if case .watch(let batches) = request {
                 // The app itself watching takes back what was held while it was gone, whatever state it comes
                 // back in: flushed before this connection watches, so that this watch's reply carries it (and
                 // watchers already there get it too, but none of them can take it from the app).
                 if app.isAttached(by: connection) { await app.takeBackHeld() }
-                app.watch(from: connection)
+                app.watch(from: connection, batches: batches)
             }
             return await handle(request, for: app, viewer: connection.peerUID)
         }
@@ -660,7 +660,7 @@ final class LocationDaemon: Service, Sendable {
                           policy: manager.accuracyPolicy)
         case .status:
             return .status(status(of: app, for: viewer))
-        case .watch:
+        case .watch(let batches):
             let state = application.applicationState
             // The state as the event that left the app in it (the state alone does not say which led to
             // `inactive`); the session hears of a change after the application makes it.
@@ -673,7 +673,7 @@ final class LocationDaemon: Service, Sendable {
                 first.append(JSONLineEncoder.line(.sourceStatus(.ended)))
             }
             // What was flushed and no consumer acknowledged yet: this watcher may be the consumer it waits for.
-            if let (line, count) = app.pendingBatch() {
+            if let (line, count) = app.pendingBatch(batches) {
                 return .watching(then: first, heldBatch: line, count: count)
             }
             return .watching(then: first)

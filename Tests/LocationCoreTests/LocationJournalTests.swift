@@ -269,3 +269,73 @@ enum JournalChild {
         return (String(decoding: output, as: UTF8.self), error, killed)
     }
 }
+
+@Suite("Journal records and their checksum")
+struct JournalRecordTests {
+    /// CRC-32 a bit at a time, as the standard defines it: the oracle of the table-driven one.
+    static func bitwiseCRC(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    @Test("CRC-32 gives the standard's check value and agrees with the bitwise definition at every length and offset")
+    func checksum() {
+        #expect(Array("123456789".utf8).withUnsafeBufferPointer { CRC32.checksum($0) } == 0xCBF4_3926)
+        #expect([UInt8]().withUnsafeBufferPointer { CRC32.checksum($0) } == 0)
+        var state: UInt64 = 27
+        let bytes = (0..<300).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        for start in 0..<9 {
+            for length in 0...(bytes.count - start) where length < 40 || length % 37 == 0 {
+                let slice = Array(bytes[start..<(start + length)])
+                #expect(slice.withUnsafeBufferPointer { CRC32.checksum($0) } == Self.bitwiseCRC(slice), "start \(start), length \(length)")
+            }
+        }
+    }
+
+    @Test("a record reads back to its fix, a source name kept to its first 1,024 bytes, and any changed byte is refused")
+    func recordsRoundTrip() {
+        let long = String(repeating: "é", count: 700)  // 1,400 bytes
+        var fixes = LocationFixtures.walk(count: 50)
+        fixes[3].source = long
+        fixes[4].source = nil
+        fixes[5].satellitesVisible = -2
+        var bytes: [UInt8] = []
+        for fix in fixes { LocationJournal.encodeRecord(fix, into: &bytes) }
+        var read: [Location] = []
+        var cache = LocationJournal.SourceCache()
+        bytes.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                guard case .success(let (location, next)) = LocationJournal.record(buffer, at: offset, sourceCache: &cache) else {
+                    Issue.record("no record at \(offset)")
+                    return
+                }
+                read.append(location)
+                offset = next
+            }
+            // Every byte of the first record matters: its length, payload or checksum.
+            var changed = Array(buffer)
+            guard case .success(let (_, first)) = LocationJournal.record(buffer, at: 0) else {
+                Issue.record("no first record")
+                return
+            }
+            for index in 0..<first {
+                changed[index] ^= 0x10
+                let result = changed.withUnsafeBufferPointer { LocationJournal.record($0, at: 0) }
+                if case .success = result { Issue.record("byte \(index) of the first record changed, and it was still read") }
+                changed[index] ^= 0x10
+            }
+        }
+        var expected = fixes
+        expected[3].source = String(decoding: Array(long.utf8.prefix(1024)), as: UTF8.self)
+        expected[5].satellitesVisible = nil
+        #expect(read == expected)
+    }
+}

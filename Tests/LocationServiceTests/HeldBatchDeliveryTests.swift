@@ -91,6 +91,13 @@ struct HeldBatchDeliveryTests {
         while ContinuousClock.now < deadline {
             guard let object = try nextObject(client) else { continue }
             guard object["type"] as? String == "batch", let count = object["count"] as? Int else { continue }
+            if object["records"] is String {
+                // Journal records (a watcher that asked for them): read as the Swift client reads them.
+                let line = try JSONSerialization.data(withJSONObject: object)
+                guard case .locations(let locations, .held)? = try LocationEventDecoder.frameIfKnown(Array(line))?.event else { return nil }
+                return ReadBatch(
+                    count: count, id: object["id"] as? String, reason: object["reason"] as? String, times: locations.map(\.timestamp))
+            }
             let locations = object["locations"] as? [[String: Any]] ?? []
             return ReadBatch(
                 count: count, id: object["id"] as? String, reason: object["reason"] as? String,
@@ -109,15 +116,23 @@ struct HeldBatchDeliveryTests {
         _ = try daemon.ctl(["state", "suspended"])
         #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 10 }, "the suspended daemon holds fixes")
 
-        // A watcher that never acknowledges (a plain socket client) gets the batch with an id, and goes.
+        // A watcher that never acknowledges (a plain socket client) gets the batch with an id, and goes; one
+        // beside it that asked for journal records gets the same fixes with the same id.
         do {
             let watcher = try ControlClient(path: daemon.socket)
             _ = try watcher.request(.watch)
+            let recordsWatcher = try ControlClient(path: daemon.socket)
+            _ = try recordsWatcher.request(.watch(batches: .records))
             _ = try daemon.ctl(["state", "active"])
             let batch = try #require(try Self.readBatch(watcher))
             #expect(batch.times.count == batch.count && batch.count >= 10)
             #expect(batch.id != nil, "a batch from locationd has an id to acknowledge it by")
+            let records = try #require(try Self.readBatch(recordsWatcher))
+            // The JSON carries milliseconds (and `time`, which this reader leaves), the records the exact time.
+            let milliseconds = { (times: [Date]) in times.map { ($0.timeIntervalSince1970 * 1000).rounded() } }
+            #expect(milliseconds(records.times) == milliseconds(batch.times) && records.id == batch.id && records.reason == batch.reason)
             watcher.close()
+            recordsWatcher.close()
         }
         let status = try daemon.status()
         #expect(status.held == 0, "the manager flushed it")
@@ -129,7 +144,7 @@ struct HeldBatchDeliveryTests {
         daemon = try RunningDaemon(directory: directory, extra: flags)
         #expect(try daemon.status().unacknowledged == waiting, "the outbox survived kill -9")
         let consumer = try ControlClient(path: daemon.socket)
-        _ = try consumer.request(.watch)
+        _ = try consumer.request(.watch(batches: .records))
         let again = try #require(try Self.readBatch(consumer))
         #expect(again.count == waiting && again.times.count == waiting, "the waiting batch, whole")
         #expect(again.reason == "unacknowledged")

@@ -20,6 +20,10 @@ package struct BatchBenchmark: Sendable {
         package var flushSeconds: Double
         /// Fixes appended to the journal per second, one write each.
         package var journalAppendsPerSecond: Double
+        /// Seconds to write the flushed batch's line, and to read it back, as JSON locations and as records.
+        package var lineSeconds: (json: (write: Double, read: Double), records: (write: Double, read: Double))
+        /// Bytes of the batch's line as JSON locations and as records.
+        package var lineBytes: (json: Int, records: Int)
     }
 
     package var heldFixes: Int
@@ -92,10 +96,29 @@ package struct BatchBenchmark: Sendable {
             journal.close()
             appendRates.append(Double(appendedFixes) / elapsed)
         }
+        // 4. The flushed batch as a line on locationd's socket: written, and read back as a client reads it.
+        let batch = LocationFixtures.walk(count: flushedFixes)
+        var times: [[Double]] = [[], [], [], []]
+        var bytes = [0, 0]
+        for _ in 0..<runs {
+            for (slot, records) in [false, true].enumerated() {
+                let start = ContinuousClock.now
+                var line = HeldBatchLineProbe.line(batch, records: records)
+                let written = ContinuousClock.now
+                line.removeLast()
+                let read = HeldBatchLineProbe.read(line)
+                times[2 * slot].append((written - start).seconds)
+                times[2 * slot + 1].append(written.duration(to: .now).seconds)
+                bytes[slot] = line.count + 1
+                guard read == flushedFixes else { throw BenchError("read \(read) of \(flushedFixes) fixes from the \(records ? "records" : "JSON") line") }
+            }
+        }
+        let medians = times.map(Statistics.median)
         return Result(
             heldFixes: heldFixes, encodedBytesPerFix: Statistics.median(encodedPerFix),
             residentBytesPerFix: Statistics.median(residentPerFix), flushedFixes: flushedFixes,
-            flushSeconds: Statistics.median(flushTimes), journalAppendsPerSecond: Statistics.median(appendRates))
+            flushSeconds: Statistics.median(flushTimes), journalAppendsPerSecond: Statistics.median(appendRates),
+            lineSeconds: ((medians[0], medians[1]), (medians[2], medians[3])), lineBytes: (bytes[0], bytes[1]))
     }
 
     private static func residentBytes() -> Int {

@@ -44,6 +44,12 @@ enum BatchCommand {
         print("| (for scale) one `Location` in a Swift array | \(BatchBenchmark.locationStride) B | |")
         print("| flush of a 100,000-fix batch to a delegate | \(format(result.flushSeconds * 1000)) ms | ≤ 50 ms |")
         print("| journal append, one write per fix | \(format(result.journalAppendsPerSecond / 1000, 0)) k fixes/s | ≥ 200 k fixes/s |")
+        for (name, seconds, bytes) in [
+            ("JSON locations", result.lineSeconds.json, result.lineBytes.json),
+            ("journal records", result.lineSeconds.records, result.lineBytes.records),
+        ] {
+            print("| a 100,000-fix batch line as \(name) (\(format(Double(bytes) / 1_048_576)) MiB): written; read back | \(format(seconds.write * 1000)) ms; \(format(seconds.read * 1000)) ms | |")
+        }
         if let handOver = try await DaemonHandOverBenchmark.run(runs: runs) {
             print("| a \(handOver.fixes)-fix batch locationd held for a gone app: the app's manager started → its delegate has it | \(format(handOver.seconds * 1000)) ms | ≤ 200 ms |")
         } else {
