@@ -177,7 +177,7 @@ public enum ControlRequest: Sendable, Hashable {
                 break
             }
             guard let encoding = HeldBatchEncoding(rawValue: name) else {
-                throw ControlError(.badRequest, "\"batches\" \(JSONText.string(ValueRange.printable(name))) is not an encoding; use locations or records")
+                throw ControlError(.badRequest, "\"batches\" \"\(ValueRange.printable(name))\" is not an encoding; use locations or records")
             }
             self = .watch(batches: encoding)
         case "open":

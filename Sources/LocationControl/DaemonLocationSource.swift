@@ -291,7 +291,14 @@ public final class DaemonLocationSource: LocationSource {
                     reply?.done.signal()
                     continue
                 }
-                guard let frame = try? LocationEventDecoder.frameIfKnown(line) else { continue }
+                let frame: EventFrame?
+                do throws(LocationError) { frame = try LocationEventDecoder.frameIfKnown(line) } catch {
+                    // Said, not skipped in silence: a batch that does not read is not acknowledged, and comes
+                    // again at the next connection.
+                    context.report(.error(LocationError(.invalidData, "locationd sent a line this client cannot read: \(error.message)")))
+                    continue
+                }
+                guard let frame else { continue }
                 handle(frame)
             }
         }

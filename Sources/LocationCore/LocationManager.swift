@@ -714,9 +714,17 @@ public final class LocationManager: Sendable {
         // over last time, is not taken twice. Exactly those, by fix time: a fix merely older than one
         // already delivered may never have reached the app.
         let held = state.batch.isEmpty ? SortedFixTimes() : SortedFixTimes(state.batch.peek())
-        let fresh = locations.filter {
-            $0.hasValidCoordinate && !state.lastHandedOver.contains($0.timestamp)
-                && !state.deliveredFromJournal.contains($0.timestamp) && !held.contains($0.timestamp)
+        let fresh: [Location]
+        if held.count == 0, state.lastHandedOver.count == 0, state.deliveredFromJournal.count == 0,
+            locations.allSatisfy(\.hasValidCoordinate)
+        {
+            // The first hand-over of a run, with nothing held here: taken as it came, without a copy.
+            fresh = locations
+        } else {
+            fresh = locations.filter {
+                $0.hasValidCoordinate && !state.lastHandedOver.contains($0.timestamp)
+                    && !state.deliveredFromJournal.contains($0.timestamp) && !held.contains($0.timestamp)
+            }
         }
         state.lastHandedOver = SortedFixTimes(locations)
         // Delivered at once, nothing held here and no journal to keep them in: handed to the delegate as they

@@ -80,8 +80,13 @@ final class HeldOutbox: Sendable {
         let result: Result<(pending: Int, id: String, dropped: Int), LocationError> = state.withLock {
             state in
             if state.fixes.isEmpty { state.unsentReason = reason }
-            let present = Set(state.fixes.map(\.timestamp))
-            let fresh = locations.filter { !present.contains($0.timestamp) }
+            let fresh: [Location]
+            if state.fixes.isEmpty {
+                fresh = locations
+            } else {
+                let present = SortedFixTimes(state.fixes)
+                fresh = locations.filter { !present.contains($0.timestamp) }
+            }
             state.fixes.append(contentsOf: fresh)
             let dropped = max(0, state.fixes.count - capacity)
             if dropped > 0 {
@@ -120,8 +125,8 @@ final class HeldOutbox: Sendable {
     }
 
     /// What waits, with its id and, when the outbox has them, its journal records.
-    private func pendingWithRecords() -> (locations: [Location], id: String, records: [UInt8]?)? {
-        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state), state.records) }
+    private func pendingWithRecords() -> (locations: [Location], id: String, records: [UInt8]?, removed: UInt64)? {
+        state.withLock { state in state.fixes.isEmpty ? nil : (state.fixes, issue(&state), state.records, state.removed) }
     }
 
     /// Notes that the waiting fixes were sent to a watcher.
@@ -181,9 +186,11 @@ final class HeldOutbox: Sendable {
 
     private func encodedFixes(id: String, encoding: HeldBatchEncoding) -> [UInt8]? {
         encodedPending.withLock { cached -> [UInt8]? in
-            if cached?.id != id { cached = (id, [:]) }
+            guard let (locations, pendingID, records, removed) = pendingWithRecords(), pendingID == id else { return nil }
+            // An ack of an earlier batch removes fixes from the front and leaves the id as it was: the cache
+            // is of the fixes waiting, which the id and how many were removed name together.
+            if cached?.id != id || cached?.removed != removed { cached = (id, removed, [:]) }
             if let encoded = cached?.fixes[encoding] { return encoded }
-            guard let (locations, pendingID, records) = pendingWithRecords(), pendingID == id else { return nil }
             var encoded: [UInt8] = []
             switch encoding {
             case .locations:
@@ -201,7 +208,7 @@ final class HeldOutbox: Sendable {
         }
     }
 
-    private let encodedPending = Locked<(id: String, fixes: [HeldBatchEncoding: [UInt8]])?>(nil)
+    private let encodedPending = Locked<(id: String, removed: UInt64, fixes: [HeldBatchEncoding: [UInt8]])?>(nil)
 
     /// Syncs and closes the journal (at shutdown).
     func close() {

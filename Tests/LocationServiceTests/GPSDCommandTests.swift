@@ -19,9 +19,9 @@ final class FakeGPSD: Sendable {
         // between is told gpsd has no receiver. Wait until gpsd lists it. Now and then a gpsfake's gpsd
         // lists no device at all (once under a sanitizer stage beside the suite, once beside other work,
         // cause unknown; the watch then rightly ended 69, "its device list is empty"): such a gpsfake is
-        // stopped and a fresh one started, once; past that the test fails here, naming what was seen.
+        // stopped and a fresh one started, twice; past that the test fails here, naming what was seen.
         var seen: [String] = []
-        for _ in 1...2 {
+        for _ in 1...3 {
             let fake = try GPSFakeProcess(capture: capture, port: port, options: ["-c", "0.05", "-W", "30"])
             try fake.waitUntilAccepting()
             if fake.waitUntilDeviceListed(timeout: .seconds(20)) {

@@ -178,6 +178,48 @@ struct HeldBatchDeliveryTests {
     }
 
     @Test(
+        "after an ack of an earlier batch, the next watchers get what still waits, its count true, in both encodings",
+        .timeLimit(.minutes(2)))
+    func aPartialAckLeavesABatchWhoseCountIsTrue() throws {
+        let directory = TemporaryDirectory()
+        let daemon = try RunningDaemon(directory: directory, extra: DaemonCrashTests.flags(journal: directory.file("held.journal")))
+        // Two flushes with nobody acknowledging: the outbox holds both, and the second id names them together.
+        var ids: [String] = []
+        var counts: [Int] = []
+        for _ in 0..<2 {
+            let before = (try? daemon.status().unacknowledged) ?? 0
+            _ = try daemon.ctl(["state", "suspended"])
+            #expect(eventually(30) { ((try? daemon.status().held) ?? 0) >= 3 }, "the suspended daemon holds fixes")
+            _ = try daemon.ctl(["state", "active"])
+            #expect(eventually(20) { ((try? daemon.status().unacknowledged) ?? 0) > before }, "flushed into the outbox")
+            // Watchers in both encodings, so that the daemon has each encoding of what waits.
+            for encoding in HeldBatchEncoding.allCases {
+                let watcher = try ControlClient(path: daemon.socket)
+                _ = try watcher.request(.watch(batches: encoding))
+                let batch = try #require(try Self.readBatch(watcher))
+                #expect(batch.times.count == batch.count)
+                if encoding == .locations {
+                    ids.append(try #require(batch.id))
+                    counts.append(batch.count)
+                }
+                watcher.close()
+            }
+        }
+        try #require(counts.count == 2 && counts[1] > counts[0], "\(counts)")
+        // The first batch acknowledged: its fixes leave, the second id stays and names fewer fixes now.
+        let reply = try ControlClient.request(.acknowledge(batch: ids[0]), path: daemon.socket)
+        #expect(try reply.decode(Int.self, forKey: "acknowledged") == counts[0])
+        let waiting = try #require(try daemon.status().unacknowledged)
+        for encoding in HeldBatchEncoding.allCases {
+            let watcher = try ControlClient(path: daemon.socket)
+            _ = try watcher.request(.watch(batches: encoding))
+            let batch = try #require(try Self.readBatch(watcher), "\(encoding): a batch that reads")
+            #expect(batch.count == waiting && batch.times.count == waiting, "\(encoding): count \(batch.count), \(batch.times.count) fixes, \(waiting) waiting")
+            watcher.close()
+        }
+    }
+
+    @Test(
         "a batch flushed with nobody watching comes to the first watcher with the reason of its flush, and again as unacknowledged",
         .timeLimit(.minutes(2)))
     func aBatchFlushedUnwatchedKeepsItsReason() throws {

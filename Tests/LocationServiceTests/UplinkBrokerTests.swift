@@ -148,6 +148,10 @@ struct UplinkBrokerTests {
         #expect(Set(times) == Set((0..<count).map { Self.epoch + $0 }), "exactly the replay's fixes")
         #expect(Self.firstOutOfOrder(times) == nil, "oldest first, live fixes behind the backlog")
         #expect(times.count - Set(times).count <= 2 * 10, "repeated only within the in-flight window at each restart: \(times.count - Set(times).count)")
+        // The subscriber can have the last fixes before locationd has the broker's PUBACKs for them.
+        #expect(
+            try eventually(30) { try Self.uplink(daemon).map { $0.acknowledged == count && $0.queued == 0 } == true },
+            "every fix acknowledged, none queued")
         let done = try Self.uplink(daemon)
         #expect(done?.connected == true)
         #expect(done?.acknowledged == count)
