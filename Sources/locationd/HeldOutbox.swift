@@ -87,7 +87,7 @@ final class HeldOutbox: Sendable {
                 let present = SortedFixTimes(state.fixes)
                 fresh = locations.filter { !present.contains($0.timestamp) }
             }
-            state.fixes.append(contentsOf: fresh)
+            if state.fixes.isEmpty { state.fixes = fresh } else { state.fixes.append(contentsOf: fresh) }
             let dropped = max(0, state.fixes.count - capacity)
             if dropped > 0 {
                 state.fixes.removeFirst(dropped)
